@@ -1,0 +1,222 @@
+"""Rollout speed of CartPole-v1: bare gymnasium vs Cadence vs the reference library.
+
+Two cases, each measured in alternating rounds so that drifts of the machine hit every
+contender alike:
+
+* ``single``: one env. A bare gymnasium loop (``action_space.sample()``, reset when done)
+  against ``GymEnv("CartPole-v1").rollout(steps, break_when_any_done=False)`` in Cadence
+  and in torchrl 0.14.1.
+* ``batched``: ``num_envs`` envs in one batch. A bare ``gymnasium.vector.SyncVectorEnv``
+  loop against ``GymEnv("CartPole-v1", num_envs=n).rollout(steps // n, ...)`` in both
+  libraries (the same number of env steps in total).
+
+Cadence and the bare loops run in this process. torchrl pins another tensordict, so it runs
+in its own virtual environment, the one ``../shared/tools/reference-venv.sh`` prints (from the
+repository root), one subprocess per measurement; only the rollout itself is timed there
+too. Each figure is the median over the rounds.
+
+Usage::
+
+    python benchmarks/bench_rollout.py [--steps 20000] [--rounds 3] [--num-envs 8] [--skip-reference]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+REFERENCE_VENV_SCRIPT = REPO_ROOT / ".." / "shared" / "tools" / "reference-venv.sh"
+ENV_ID = "CartPole-v1"
+WARMUP_STEPS = 200
+
+# Runs in the reference library's python; prints {"steps_per_s": ...} as its last line.
+REFERENCE_SCRIPT = """
+import json, sys, time
+from torchrl.envs import GymEnv
+
+steps, num_envs, seed = (int(x) for x in sys.argv[1:4])
+env = GymEnv("{env_id}", num_envs=num_envs) if num_envs > 1 else GymEnv("{env_id}")
+env.set_seed(seed)
+n = steps // max(num_envs, 1)
+env.rollout(max(1, {warmup} // max(num_envs, 1)), break_when_any_done=False)
+start = time.perf_counter()
+env.rollout(n, break_when_any_done=False)
+elapsed = time.perf_counter() - start
+env.close()
+print(json.dumps({{"steps_per_s": n * max(num_envs, 1) / elapsed}}))
+""".format(env_id=ENV_ID, warmup=WARMUP_STEPS)
+
+
+def bare_single(steps: int, seed: int) -> float:
+    """Steps per second of a plain gymnasium loop with random actions."""
+    import gymnasium
+
+    env = gymnasium.make(ENV_ID)
+    env.reset(seed=seed)
+    env.action_space.seed(seed)
+    sample, step, reset = env.action_space.sample, env.step, env.reset
+
+    def run(n: int) -> None:
+        for _ in range(n):
+            _, _, terminated, truncated, _ = step(sample())
+            if terminated or truncated:
+                reset()
+
+    run(WARMUP_STEPS)
+    start = time.perf_counter()
+    run(steps)
+    elapsed = time.perf_counter() - start
+    env.close()
+    return steps / elapsed
+
+
+def bare_batched(steps: int, seed: int, num_envs: int) -> float:
+    """Steps per second (env steps, all envs counted) of a SyncVectorEnv loop."""
+    import gymnasium
+
+    envs = gymnasium.vector.SyncVectorEnv([lambda: gymnasium.make(ENV_ID) for _ in range(num_envs)])
+    envs.reset(seed=seed)
+    envs.action_space.seed(seed)
+    sample, step = envs.action_space.sample, envs.step  # the vector env resets done envs itself
+    n = steps // num_envs
+
+    def run(iterations: int) -> None:
+        for _ in range(iterations):
+            step(sample())
+
+    run(max(1, WARMUP_STEPS // num_envs))
+    start = time.perf_counter()
+    run(n)
+    elapsed = time.perf_counter() - start
+    envs.close()
+    return n * num_envs / elapsed
+
+
+def cadence_rollout(steps: int, seed: int, num_envs: int) -> float:
+    """Steps per second of Cadence's ``GymEnv(...).rollout``."""
+    from cadence.envs.libs.gym import GymEnv
+
+    env = GymEnv(ENV_ID, num_envs=num_envs) if num_envs > 1 else GymEnv(ENV_ID)
+    env.set_seed(seed)
+    n = steps // max(num_envs, 1)
+    env.rollout(max(1, WARMUP_STEPS // max(num_envs, 1)), break_when_any_done=False)
+    start = time.perf_counter()
+    env.rollout(n, break_when_any_done=False)
+    elapsed = time.perf_counter() - start
+    env.close()
+    return n * max(num_envs, 1) / elapsed
+
+
+def find_reference_python(explicit: str | None) -> tuple[str | None, str]:
+    """Returns the reference library's python, or None with the reason it is unavailable."""
+    if explicit:
+        return explicit, "given with --reference-python"
+    if not REFERENCE_VENV_SCRIPT.exists():
+        return None, f"{REFERENCE_VENV_SCRIPT} not found"
+    try:
+        result = subprocess.run(
+            ["bash", str(REFERENCE_VENV_SCRIPT)], capture_output=True, text=True, cwd=REPO_ROOT, timeout=1800
+        )
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return None, f"{REFERENCE_VENV_SCRIPT.name} failed: {err}"
+    lines = result.stdout.strip().splitlines()
+    if result.returncode != 0 or not lines:
+        return None, f"{REFERENCE_VENV_SCRIPT.name} failed (exit {result.returncode}): {result.stderr.strip()[-500:]}"
+    python = lines[-1].strip()
+    check = subprocess.run(
+        [python, "-c", "import torchrl; print(torchrl.__version__)"], capture_output=True, text=True
+    )
+    if check.returncode != 0:
+        return None, f"torchrl does not import in {python}: {check.stderr.strip()[-500:]}"
+    return python, f"torchrl {check.stdout.strip()} at {python}"
+
+
+def reference_rollout(python: str, steps: int, seed: int, num_envs: int) -> float:
+    """Steps per second of torchrl's ``GymEnv(...).rollout``, measured in a subprocess."""
+    result = subprocess.run(
+        [python, "-c", REFERENCE_SCRIPT, str(steps), str(num_envs), str(seed)],
+        capture_output=True,
+        text=True,
+        cwd="/",  # keep this repository (and its ``cadence``) off the reference's path
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"the reference run failed (exit {result.returncode}):\n{result.stderr[-2000:]}")
+    return float(json.loads(result.stdout.strip().splitlines()[-1])["steps_per_s"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=20_000, help="env steps per measurement (default: %(default)s)")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default: %(default)s)")
+    parser.add_argument("--num-envs", type=int, default=8, help="envs of the batched case (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--skip-reference", action="store_true", help="do not run torchrl")
+    parser.add_argument("--reference-python", default=None, help="python of a venv holding torchrl 0.14.1")
+    args = parser.parse_args(argv)
+    if args.steps < args.num_envs or args.rounds < 1 or args.num_envs < 2:
+        parser.error("need --steps >= --num-envs, --rounds >= 1 and --num-envs >= 2")
+
+    import gymnasium
+    import torch
+
+    import cadence
+
+    if args.skip_reference:
+        reference, why = None, "--skip-reference"
+    else:
+        reference, why = find_reference_python(args.reference_python)
+    print(f"python {sys.version.split()[0]}, torch {torch.__version__}, gymnasium {gymnasium.__version__}, "
+          f"cadence {cadence.__version__}")
+    print(f"reference: {why}" if reference else f"reference: skipped ({why})")
+    print(f"{ENV_ID}, {args.steps} env steps per measurement, {args.rounds} rounds, medians shown")
+    print()
+
+    cases: dict[str, dict[str, Callable[[], float]]] = {
+        "single": {
+            "bare": lambda: bare_single(args.steps, args.seed),
+            "cadence": lambda: cadence_rollout(args.steps, args.seed, 1),
+        },
+        f"batched x{args.num_envs}": {
+            "bare": lambda: bare_batched(args.steps, args.seed, args.num_envs),
+            "cadence": lambda: cadence_rollout(args.steps, args.seed, args.num_envs),
+        },
+    }
+    if reference:
+        cases["single"]["torchrl"] = lambda: reference_rollout(reference, args.steps, args.seed, 1)
+        cases[f"batched x{args.num_envs}"]["torchrl"] = lambda: reference_rollout(
+            reference, args.steps, args.seed, args.num_envs
+        )
+
+    results: dict[str, dict[str, list[float]]] = {case: {who: [] for who in runs} for case, runs in cases.items()}
+    for round_index in range(args.rounds):
+        for case, runs in cases.items():
+            for who, run in runs.items():
+                speed = run()
+                results[case][who].append(speed)
+                print(f"round {round_index + 1}/{args.rounds}  {case:<12} {who:<8} {speed:12,.0f} steps/s", flush=True)
+    print()
+
+    header = f"| {'case':<12} | {'bare steps/s':>13} | {'cadence steps/s':>15} | {'torchrl steps/s':>15} | {'cadence/bare':>12} | {'torchrl/bare':>12} |"
+    print(header)
+    print("|" + "|".join("-" * len(cell) for cell in header.split("|")[1:-1]) + "|")
+    for case, by_who in results.items():
+        median = {who: statistics.median(speeds) for who, speeds in by_who.items()}
+        bare = median["bare"]
+        torchrl = median.get("torchrl")
+        print(
+            f"| {case:<12} | {bare:>13,.0f} | {median['cadence']:>15,.0f} | "
+            f"{(f'{torchrl:,.0f}' if torchrl else 'skipped'):>15} | {median['cadence'] / bare:>12.3f} | "
+            f"{(f'{torchrl / bare:.3f}' if torchrl else '-'):>12} |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""Environments: the ``EnvBase`` template, helpers, built-in envs and library wrappers.
+
+Examples:
+    >>> from cadence.envs import PendulumEnv, check_env_specs
+    >>> check_env_specs(PendulumEnv())
+"""
+
+from cadence.envs.common import EnvBase, EnvMetaData
+from cadence.envs.custom import PendulumEnv
+from cadence.envs.gym_like import GymLikeEnv, default_info_dict_reader
+from cadence.envs.libs import get_available_libraries
+from cadence.envs.libs.gym import GymEnv, GymWrapper, gym_backend, set_gym_backend
+from cadence.envs.utils import (
+    ExplorationType,
+    RandomPolicy,
+    check_env_specs,
+    exploration_type,
+    make_composite_from_td,
+    set_exploration_type,
+    step_mdp,
+    terminated_or_truncated,
+)
+
+__all__ = [
+    "EnvBase",
+    "EnvMetaData",
+    "ExplorationType",
+    "GymEnv",
+    "GymLikeEnv",
+    "GymWrapper",
+    "PendulumEnv",
+    "RandomPolicy",
+    "check_env_specs",
+    "default_info_dict_reader",
+    "exploration_type",
+    "get_available_libraries",
+    "gym_backend",
+    "make_composite_from_td",
+    "set_exploration_type",
+    "set_gym_backend",
+    "step_mdp",
+    "terminated_or_truncated",
+]

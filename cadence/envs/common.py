@@ -1,0 +1,966 @@
+"""``EnvBase``: the environment template, and ``EnvMetaData``.
+
+A subclass sets its specs in ``__init__`` and implements ``_reset``, ``_step`` and
+(if it has randomness of its own) ``_set_seed``. The public ``reset``, ``step``,
+``step_and_maybe_reset``, ``set_seed`` and ``rollout`` do the bookkeeping the
+reference documentation describes: done/terminated/truncated completion, partial
+resets through ``"_reset"`` keys, input checks, and a rollout whose last batch
+dimension is named ``"time"``.
+
+What must be filled in after a step (which done keys, which reset keys, which
+action checks) is decided once from the specs and cached until a spec changes.
+
+Examples:
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> from cadence.data import Bounded, Composite, Unbounded
+    >>> from cadence.envs import EnvBase
+    >>> class CountingEnv(EnvBase):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.observation_spec = Composite(count=Unbounded(shape=(1,)))
+    ...         self.action_spec = Bounded(-1.0, 1.0, shape=(1,))
+    ...         self.count = 0
+    ...     def _reset(self, tensordict):
+    ...         self.count = 0
+    ...         return TensorDict({"count": torch.zeros(1)}, [])
+    ...     def _step(self, tensordict):
+    ...         self.count += 1
+    ...         return TensorDict({"count": torch.full((1,), float(self.count)),
+    ...             "reward": torch.ones(1), "done": torch.tensor([self.count >= 3])}, [])
+    >>> data = CountingEnv().rollout(10)
+    >>> data.batch_size, data.names, data["next", "count"].squeeze(-1).tolist()
+    (torch.Size([3]), ['time'], [1.0, 2.0, 3.0])
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import torch
+from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
+
+from cadence.data import Categorical, Composite, TensorSpec, Unbounded
+from cadence.envs.utils import step_mdp
+
+NestedKey = str | tuple[str, ...]
+Policy = Callable[[TensorDictBase], TensorDictBase | None]
+
+_DONE_NAMES = ("done", "terminated", "truncated")
+
+__all__ = ["EnvBase", "EnvMetaData", "next_seed"]
+
+
+def next_seed(seed: int) -> int:
+    """Derives the seed that follows ``seed``: deterministic, spread over 32 bits.
+
+    Examples:
+        >>> next_seed(0) == next_seed(0), next_seed(0) != next_seed(1)
+        (True, True)
+    """
+    return int(np.random.SeedSequence(seed).generate_state(1, dtype=np.uint32)[0])
+
+
+def _as_tuple(key: NestedKey) -> tuple[str, ...]:
+    return (key,) if isinstance(key, str) else tuple(key)
+
+
+def _unwrap(key: tuple[str, ...]) -> NestedKey:
+    return key[0] if len(key) == 1 else key
+
+
+def _expand_mask(mask: torch.Tensor, shape: torch.Size) -> torch.Tensor:
+    """Broadcasts a ``"_reset"``/done mask (shaped like a done entry) over a value."""
+    while mask.ndim and tuple(shape[: mask.ndim]) != tuple(mask.shape):
+        if mask.shape[-1] != 1:
+            raise ValueError(
+                f"A reset mask of shape {tuple(mask.shape)} cannot be matched with an entry of "
+                f"shape {tuple(shape)}: the mask must lead the entry's shape."
+            )
+        mask = mask.squeeze(-1)
+    return mask.reshape(*mask.shape, *([1] * (len(shape) - mask.ndim))).expand(shape)
+
+
+def _shape_matches(expected: torch.Size, got: torch.Size) -> bool:
+    return len(expected) == len(got) and all(e in (-1, g) for e, g in zip(expected, got))
+
+
+class EnvMetaData:
+    """What a process needs to know of an env without building it: specs, a zeroed
+    step, batch size, device and a description. It pickles.
+
+    Args:
+        tensordict: a zeroed step of the env (``env.fake_tensordict()``).
+        specs: a Composite holding ``"input_spec"`` and ``"output_spec"``.
+        batch_size: the env's batch size.
+        env_str: a description of the env.
+        device: the env's device.
+        batch_locked: whether the env takes only inputs of its own batch size.
+
+    Examples:
+        >>> import pickle
+        >>> from cadence.envs.custom import PendulumEnv
+        >>> meta = EnvMetaData.metadata_from_env(PendulumEnv())
+        >>> pickle.loads(pickle.dumps(meta)).batch_size
+        torch.Size([])
+    """
+
+    def __init__(
+        self,
+        *,
+        tensordict: TensorDictBase,
+        specs: Composite,
+        batch_size: torch.Size,
+        env_str: str,
+        device: torch.device | None,
+        batch_locked: bool = True,
+    ) -> None:
+        self.tensordict = tensordict
+        self.specs = specs
+        self.batch_size = torch.Size(batch_size)
+        self.env_str = env_str
+        self.device = device
+        self.batch_locked = batch_locked
+
+    @classmethod
+    def metadata_from_env(cls, env: EnvBase) -> EnvMetaData:
+        """Reads the metadata of ``env``."""
+        specs = Composite(
+            input_spec=env.input_spec.clone(), output_spec=env.output_spec.clone(), shape=env.batch_size
+        )
+        return cls(
+            tensordict=env.fake_tensordict(),
+            specs=specs,
+            batch_size=env.batch_size,
+            env_str=repr(env),
+            device=env.device,
+            batch_locked=env.batch_locked,
+        )
+
+    def expand(self, *size: int) -> EnvMetaData:
+        """The metadata of a batch of such envs, of batch size ``size``."""
+        batch_size = torch.Size(size[0] if len(size) == 1 and not isinstance(size[0], int) else size)
+        return EnvMetaData(
+            tensordict=self.tensordict.expand(batch_size).clone(),
+            specs=self.specs.expand(batch_size),
+            batch_size=batch_size,
+            env_str=self.env_str,
+            device=self.device,
+            batch_locked=self.batch_locked,
+        )
+
+    def to(self, device: torch.device | str) -> EnvMetaData:
+        """The same metadata on ``device``."""
+        return EnvMetaData(
+            tensordict=self.tensordict.to(device),
+            specs=self.specs.to(device),
+            batch_size=self.batch_size,
+            env_str=self.env_str,
+            device=torch.device(device),
+            batch_locked=self.batch_locked,
+        )
+
+    def __repr__(self) -> str:
+        return f"EnvMetaData(env_str={self.env_str!r}, batch_size={self.batch_size}, device={self.device})"
+
+
+class EnvBase(torch.nn.Module):
+    """The environment template: specs, reset/step bookkeeping, seeding, rollouts.
+
+    Subclasses implement ``_reset(tensordict) -> TensorDictBase`` (observations and
+    optionally done flags), ``_step(tensordict) -> TensorDictBase`` (next
+    observations, reward and done and/or terminated/truncated, at the root of the
+    returned tensordict) and optionally ``_set_seed(seed)``. Specs are set as
+    attributes in ``__init__`` and their shapes include ``batch_size``.
+
+    Args:
+        device: where the env's inputs and outputs live.
+        batch_size: the number of envs batched together (a shape).
+        run_type_checks: also check that step inputs and outputs lie in their specs
+            (value ranges; shapes and dtypes of actions are always checked).
+        allow_done_after_reset: do not raise if an env is done right after a reset.
+        auto_reset: the env resets itself when done, inside ``_step``.
+        auto_reset_replace: with ``auto_reset``, write NaN (floats) or zero in the
+            ``"next"`` observations of the done steps, which hold the first
+            observation of the new episode rather than the last of the old one.
+
+    Examples:
+        >>> from cadence.envs.custom import PendulumEnv
+        >>> env = PendulumEnv(batch_size=[4])
+        >>> env.action_key, env.reward_key, env.done_keys
+        ('action', 'reward', ['done', 'terminated'])
+        >>> env.rollout(5)["next", "reward"].shape
+        torch.Size([4, 5, 1])
+    """
+
+    #: Whether inputs must have exactly the env's batch size (stateless envs may
+    #: accept any leading batch).
+    batch_locked: bool = True
+
+    def __init__(
+        self,
+        *,
+        device: torch.device | str | None = None,
+        batch_size: torch.Size | tuple[int, ...] | list[int] | None = None,
+        run_type_checks: bool = False,
+        allow_done_after_reset: bool = False,
+        auto_reset: bool = False,
+        auto_reset_replace: bool = True,
+    ) -> None:
+        super().__init__()
+        for method in ("_reset", "_step"):
+            if not callable(getattr(self, method, None)):
+                raise TypeError(f"{type(self).__name__} must implement {method}() to be an env.")
+        self._device = torch.device(device) if device is not None else None
+        self._batch_size = torch.Size(batch_size if batch_size is not None else ())
+        self.run_type_checks = run_type_checks
+        self.allow_done_after_reset = allow_done_after_reset
+        self.auto_reset = auto_reset
+        self.auto_reset_replace = auto_reset_replace
+        self.rng = torch.Generator()
+        self.is_closed = False
+        self._cache: dict[str, Any] = {}
+        self._auto_reset_stash: dict[NestedKey, torch.Tensor] | None = None
+        shape = self._batch_size
+        self._input_spec = Composite(
+            full_action_spec=Composite(shape=shape, device=self._device),
+            full_state_spec=Composite(shape=shape, device=self._device),
+            shape=shape,
+            device=self._device,
+        )
+        self._output_spec = Composite(
+            full_observation_spec=Composite(shape=shape, device=self._device),
+            full_reward_spec=Composite(
+                reward=Unbounded(shape=(*shape, 1), device=self._device), shape=shape, device=self._device
+            ),
+            full_done_spec=self._complete_done_spec(Composite(shape=shape, device=self._device)),
+            shape=shape,
+            device=self._device,
+        )
+        self._input_spec.lock_()
+        self._output_spec.lock_()
+
+    # ------------------------------------------------------------------ basics
+    @property
+    def batch_size(self) -> torch.Size:
+        """The number of envs batched together, as a shape."""
+        return self._batch_size
+
+    @property
+    def batch_dims(self) -> int:
+        """The number of batch dimensions."""
+        return len(self._batch_size)
+
+    @property
+    def device(self) -> torch.device | None:
+        """Where the env's data lives."""
+        return self._device
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(batch_size={self.batch_size}, device={self.device})"
+
+    # ------------------------------------------------------------------ specs
+    def _fit_to_batch(self, spec: Composite, name: str) -> Composite:
+        if not isinstance(spec, Composite):
+            raise TypeError(f"{name} must be a Composite, got {type(spec).__name__}.")
+        for key, leaf in spec.items(include_nested=True, leaves_only=True):
+            if tuple(leaf.shape[: self.batch_dims]) != tuple(self.batch_size):
+                raise ValueError(
+                    f"{name}[{key!r}] has shape {tuple(leaf.shape)}, which does not start with the env's "
+                    f"batch size {tuple(self.batch_size)}: spec shapes include the batch size."
+                )
+        if spec.shape != self.batch_size:
+            spec = Composite(dict(spec.items()), shape=self.batch_size, device=spec.device)
+        return spec
+
+    def _set_spec(self, parent: Composite, name: str, spec: Composite) -> None:
+        spec = self._fit_to_batch(spec, name)
+        if self._device is not None and spec.device != self._device:
+            spec = spec.to(self._device)
+        parent.unlock_()
+        parent[name] = spec
+        parent.lock_()
+        self._cache.clear()
+
+    def _leaf_as_composite(self, spec: TensorSpec, key: NestedKey) -> Composite:
+        if isinstance(spec, Composite):
+            return spec
+        composite = Composite(shape=self.batch_size, device=spec.device)
+        composite[key] = spec
+        return composite
+
+    @staticmethod
+    def _single_leaf_or_all(spec: Composite) -> TensorSpec:
+        leaves = list(spec.keys(include_nested=True, leaves_only=True))
+        return spec[leaves[0]] if len(leaves) == 1 else spec
+
+    @property
+    def input_spec(self) -> Composite:
+        """The locked Composite of ``"full_action_spec"`` and ``"full_state_spec"``."""
+        return self._input_spec
+
+    @property
+    def output_spec(self) -> Composite:
+        """The locked Composite of the observation, reward and done specs."""
+        return self._output_spec
+
+    @property
+    def full_action_spec(self) -> Composite:
+        """All actions, as a Composite."""
+        return self._input_spec["full_action_spec"]
+
+    @full_action_spec.setter
+    def full_action_spec(self, spec: Composite) -> None:
+        self._set_spec(self._input_spec, "full_action_spec", spec)
+
+    @property
+    def action_spec(self) -> TensorSpec:
+        """The action spec: the leaf if there is one action, else the Composite."""
+        return self._single_leaf_or_all(self.full_action_spec)
+
+    @action_spec.setter
+    def action_spec(self, spec: TensorSpec) -> None:
+        key = self.action_keys[0] if self.action_keys else "action"
+        self.full_action_spec = self._leaf_as_composite(spec, key)
+
+    @property
+    def full_state_spec(self) -> Composite:
+        """Inputs other than actions (empty for most stateful envs)."""
+        return self._input_spec["full_state_spec"]
+
+    @full_state_spec.setter
+    def full_state_spec(self, spec: Composite) -> None:
+        self._set_spec(self._input_spec, "full_state_spec", spec)
+
+    state_spec = full_state_spec
+
+    @property
+    def full_observation_spec(self) -> Composite:
+        """All observations, as a Composite."""
+        return self._output_spec["full_observation_spec"]
+
+    @full_observation_spec.setter
+    def full_observation_spec(self, spec: Composite) -> None:
+        self._set_spec(self._output_spec, "full_observation_spec", spec)
+
+    observation_spec = full_observation_spec
+
+    @property
+    def full_reward_spec(self) -> Composite:
+        """All rewards, as a Composite."""
+        return self._output_spec["full_reward_spec"]
+
+    @full_reward_spec.setter
+    def full_reward_spec(self, spec: Composite) -> None:
+        self._set_spec(self._output_spec, "full_reward_spec", spec)
+
+    @property
+    def reward_spec(self) -> TensorSpec:
+        """The reward spec: the leaf if there is one reward, else the Composite."""
+        return self._single_leaf_or_all(self.full_reward_spec)
+
+    @reward_spec.setter
+    def reward_spec(self, spec: TensorSpec) -> None:
+        key = self.reward_keys[0] if self.reward_keys else "reward"
+        self.full_reward_spec = self._leaf_as_composite(spec, key)
+
+    @property
+    def full_done_spec(self) -> Composite:
+        """All done signals (done, terminated and maybe truncated at each level)."""
+        return self._output_spec["full_done_spec"]
+
+    @full_done_spec.setter
+    def full_done_spec(self, spec: Composite) -> None:
+        self._set_spec(self._output_spec, "full_done_spec", self._complete_done_spec(spec))
+
+    @property
+    def done_spec(self) -> TensorSpec:
+        """The done spec: the leaf if there is one done signal, else the Composite."""
+        return self._single_leaf_or_all(self.full_done_spec)
+
+    @done_spec.setter
+    def done_spec(self, spec: TensorSpec) -> None:
+        self.full_done_spec = self._leaf_as_composite(spec, "done")
+
+    def _complete_done_spec(self, spec: Composite) -> Composite:
+        """Flanks every done signal with its dual: done = terminated | truncated."""
+        spec = spec.clone()
+        leaves = [_as_tuple(k) for k in spec.keys(include_nested=True, leaves_only=True)]
+        if not leaves:
+            flag = Categorical(2, shape=(*self.batch_size, 1), dtype=torch.bool, device=spec.device)
+            spec["done"] = flag
+            spec["terminated"] = flag.clone()
+            return spec
+        prefixes = dict.fromkeys(key[:-1] for key in leaves if key[-1] in _DONE_NAMES)
+        for prefix in prefixes:
+            present = {name: prefix + (name,) in spec for name in _DONE_NAMES}
+            model = next(spec[prefix + (name,)] for name in _DONE_NAMES if present[name])
+            for name in ("done", "terminated"):
+                if not present[name]:
+                    spec[prefix + (name,)] = model.clone()
+        return spec
+
+    # ------------------------------------------------------------------ keys
+    def _cached(self, name: str, compute: Callable[[], Any]) -> Any:
+        value = self._cache.get(name)
+        if value is None:
+            value = self._cache[name] = compute()
+        return value
+
+    @property
+    def action_keys(self) -> list[NestedKey]:
+        """The keys of all actions."""
+        return self._cached("action_keys", lambda: list(self.full_action_spec.keys(True, True)))
+
+    @property
+    def action_key(self) -> NestedKey:
+        """The key of the (first) action."""
+        return self._first_key(self.action_keys, "action")
+
+    @property
+    def reward_keys(self) -> list[NestedKey]:
+        """The keys of all rewards."""
+        return self._cached("reward_keys", lambda: list(self.full_reward_spec.keys(True, True)))
+
+    @property
+    def reward_key(self) -> NestedKey:
+        """The key of the (first) reward."""
+        return self._first_key(self.reward_keys, "reward")
+
+    @property
+    def done_keys(self) -> list[NestedKey]:
+        """The keys of all done signals (done, terminated, truncated at each level)."""
+        return self._cached("done_keys", lambda: list(self.full_done_spec.keys(True, True)))
+
+    @property
+    def done_key(self) -> NestedKey:
+        """The key of the shallowest ``"done"`` entry."""
+        done = [k for k in self.done_keys if _as_tuple(k)[-1] == "done"]
+        return min(done, key=lambda k: len(_as_tuple(k)))
+
+    @property
+    def reset_keys(self) -> list[NestedKey]:
+        """The ``"_reset"`` key of each done level."""
+        return [_unwrap(prefix + ("_reset",)) for prefix in self._done_prefixes]
+
+    @property
+    def _done_prefixes(self) -> list[tuple[str, ...]]:
+        """The levels holding done signals, shallowest first."""
+
+        def compute() -> list[tuple[str, ...]]:
+            prefixes = dict.fromkeys(_as_tuple(k)[:-1] for k in self.done_keys if _as_tuple(k)[-1] == "done")
+            return sorted(prefixes, key=len)
+
+        return self._cached("done_prefixes", compute)
+
+    @staticmethod
+    def _first_key(keys: list[NestedKey], kind: str) -> NestedKey:
+        if not keys:
+            raise KeyError(f"The env has no {kind} spec, hence no {kind} key.")
+        return keys[0]
+
+    def _step_spec(self) -> Composite:
+        """The spec of one step's data: inputs and outputs at the root, results under ``"next"``."""
+
+        def compute() -> Composite:
+            root = self.full_observation_spec.clone()
+            for part in (self.full_state_spec, self.full_action_spec, self.full_done_spec):
+                root.update(part.clone())
+            nxt = self.full_observation_spec.clone()
+            for part in (self.full_reward_spec, self.full_done_spec):
+                nxt.update(part.clone())
+            root["next"] = nxt
+            return root
+
+        return self._cached("step_spec", compute)
+
+    def _has_dynamic_specs(self) -> bool:
+        def compute() -> bool:
+            spec = self._step_spec()
+            return any(-1 in leaf.shape for _, leaf in spec.items(include_nested=True, leaves_only=True))
+
+        return self._cached("dynamic", compute)
+
+    # ------------------------------------------------------------------ seeding
+    def set_seed(self, seed: int | None = None, static_seed: bool = False) -> int | None:
+        """Seeds the env (its ``rng`` and its simulator) and returns the next seed.
+
+        The next seed is derived deterministically from ``seed``, so a batch of envs
+        can be seeded one after the other without overlap, reproducibly.
+
+        Args:
+            seed: the seed; ``None`` leaves the env's generator as it is.
+            static_seed: return ``seed`` itself rather than the next one.
+
+        Returns:
+            The seed for the next env.
+
+        Examples:
+            >>> from cadence.envs.custom import PendulumEnv
+            >>> env = PendulumEnv()
+            >>> env.set_seed(0) == PendulumEnv().set_seed(0)
+            True
+        """
+        if seed is not None:
+            self.rng.manual_seed(seed)
+        self._set_seed(seed)
+        if seed is None or static_seed:
+            return seed
+        return next_seed(seed)
+
+    def _set_seed(self, seed: int | None) -> None:
+        """Seeds the simulator. Envs whose only randomness is ``self.rng`` keep this."""
+
+    # ------------------------------------------------------------------ step
+    def _action_checks(self) -> list[tuple[NestedKey, torch.Size, torch.dtype, TensorSpec]]:
+        def compute() -> list[tuple[NestedKey, torch.Size, torch.dtype, TensorSpec]]:
+            checks = []
+            for key in self.action_keys:
+                spec = self.full_action_spec[key]
+                checks.append((key, spec.shape[self.batch_dims :], spec.dtype, spec))
+            return checks
+
+        return self._cached("action_checks", compute)
+
+    def _check_step_input(self, tensordict: TensorDictBase) -> None:
+        if self.batch_locked and tensordict.batch_size != self.batch_size:
+            raise ValueError(
+                f"step() got a tensordict of batch size {tuple(tensordict.batch_size)}, but "
+                f"{type(self).__name__} has batch size {tuple(self.batch_size)}."
+            )
+        leading = tensordict.batch_dims - self.batch_dims
+        for key, trailing, dtype, spec in self._action_checks():
+            value = tensordict.get(key, None)
+            if value is None:
+                raise KeyError(
+                    f"step() needs the action {key!r} (spec {spec}) in its input; the input holds "
+                    f"{sorted(map(str, tensordict.keys(True, True)))}."
+                )
+            if not _shape_matches(trailing, value.shape[leading + self.batch_dims :]) or value.ndim != len(
+                trailing
+            ) + leading + self.batch_dims:
+                raise ValueError(
+                    f"Action {key!r}: expected shape {tuple(spec.shape)} (spec {spec}), got {tuple(value.shape)}."
+                )
+            if value.dtype != dtype:
+                raise TypeError(f"Action {key!r}: expected dtype {dtype} (spec {spec}), got {value.dtype}.")
+            if self.run_type_checks and not spec.is_in(value):
+                raise ValueError(f"Action {key!r}: the value lies outside its spec {spec}: {value}.")
+
+    def _complete_done(self, data: TensorDictBase) -> None:
+        """Fills the done signals the env did not write: done = terminated | truncated,
+        and a lone done is a termination."""
+        for prefix in self._done_prefixes:
+            done = data.get(prefix + ("done",), None)
+            terminated = data.get(prefix + ("terminated",), None)
+            truncated = data.get(prefix + ("truncated",), None)
+            if done is None and terminated is None and truncated is None:
+                raise KeyError(
+                    f"{type(self).__name__} wrote no done signal at {_unwrap(prefix + ('done',))!r} "
+                    f"(expected 'done', 'terminated' or 'truncated' there); it wrote "
+                    f"{sorted(map(str, data.keys(True, True)))}."
+                )
+            if done is None:
+                done = terminated if truncated is None else (truncated if terminated is None else terminated | truncated)
+                data.set(prefix + ("done",), done)
+            if terminated is None:
+                terminated = done if truncated is None else done & ~truncated
+                data.set(prefix + ("terminated",), terminated)
+            if truncated is None and prefix + ("truncated",) in self.full_done_spec:
+                data.set(prefix + ("truncated",), torch.zeros_like(done))
+
+    def step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Takes one step with the action(s) in ``tensordict``.
+
+        Args:
+            tensordict: the input, holding the action(s) (and state for stateless envs).
+
+        Returns:
+            ``tensordict``, with the step's results written under ``"next"``.
+
+        Examples:
+            >>> from cadence.envs.custom import PendulumEnv
+            >>> env = PendulumEnv()
+            >>> data = env.step(env.rand_action(env.reset()))
+            >>> sorted(data["next"].keys())
+            ['done', 'params', 'reward', 'terminated', 'th', 'thdot']
+        """
+        self._check_step_input(tensordict)
+        next_td = self._step(tensordict)
+        self._complete_done(next_td)
+        for key in self.reward_keys:
+            if next_td.get(key, None) is None:
+                raise KeyError(
+                    f"{type(self).__name__}._step() wrote no reward at {key!r} (spec {self.full_reward_spec[key]})."
+                )
+        if self.run_type_checks:
+            self._check_values(next_td, "_step()")
+        if self.auto_reset:
+            self._stash_auto_reset(next_td)
+        tensordict.set("next", next_td)
+        return tensordict
+
+    def _check_values(self, data: TensorDictBase, where: str) -> None:
+        spec = self._step_spec()["next"]
+        for key in spec.keys(True, True):
+            value = data.get(key, None)
+            if value is not None and not spec[key].is_in(value):
+                raise ValueError(f"{where} wrote {key!r} outside its spec {spec[key]}: {value}.")
+
+    def _stash_auto_reset(self, next_td: TensorDictBase) -> None:
+        """Keeps the first observations of the new episodes and, if asked, masks them
+        in the ``"next"`` data, where they would pass for the last of the old ones."""
+        self._auto_reset_stash = None
+        done = next_td.get(self.done_key)
+        if not done.any():
+            return
+        keys = list(self.full_observation_spec.keys(True, True))
+        self._auto_reset_stash = {key: next_td.get(key) for key in keys if key in next_td.keys(True, True)}
+        if not self.auto_reset_replace:
+            return
+        for key, value in self._auto_reset_stash.items():
+            fill = torch.nan if value.is_floating_point() else 0
+            next_td.set(key, torch.where(_expand_mask(done, value.shape), torch.full_like(value, fill), value))
+
+    # ------------------------------------------------------------------ reset
+    def _effective_reset_masks(self, tensordict: TensorDictBase) -> dict[tuple[str, ...], torch.Tensor]:
+        """The ``"_reset"`` masks in force: one at a level overrides those below it."""
+        masks: dict[tuple[str, ...], torch.Tensor] = {}
+        for prefix in self._done_prefixes:
+            mask = tensordict.get(prefix + ("_reset",), None)
+            if mask is None or any(prefix[: len(p)] == p for p in masks):
+                continue
+            masks[prefix] = mask
+        return masks
+
+    def reset(self, tensordict: TensorDictBase | None = None, **kwargs: Any) -> TensorDictBase:
+        """Resets the env, or the parts of it that ``"_reset"`` entries select.
+
+        Without ``"_reset"`` entries the whole env is reset. With them, only the
+        components where ``"_reset"`` is true are: the output is masked with them,
+        the values of ``tensordict`` are kept elsewhere, ``tensordict`` is updated in
+        place and its ``"_reset"`` entries are removed. A ``"_reset"`` at one level
+        overrides those below it.
+
+        Args:
+            tensordict: optional input (``"_reset"`` masks, state for stateless envs).
+            **kwargs: passed to ``_reset``.
+
+        Returns:
+            The first step's data: observations and done flags.
+
+        Examples:
+            >>> import torch
+            >>> from cadence.envs.custom import PendulumEnv
+            >>> env = PendulumEnv(batch_size=[2])
+            >>> data = env.reset()
+            >>> data["th"] = torch.tensor([1.0, 1.0])
+            >>> data["_reset"] = torch.tensor([[False], [True]])
+            >>> out = env.reset(data)
+            >>> bool(out["th"][0] == 1.0), "_reset" in data.keys()
+            (True, False)
+        """
+        masks = self._effective_reset_masks(tensordict) if tensordict is not None else {}
+        out = self._reset(tensordict, **kwargs)
+        for prefix in self._done_prefixes:
+            for name in ("done", "terminated", "truncated"):
+                key = prefix + (name,)
+                if key in self.full_done_spec and out.get(key, None) is None:
+                    spec = self.full_done_spec[key]
+                    out.set(key, torch.zeros(out.batch_size + spec.shape[self.batch_dims :], dtype=spec.dtype, device=spec.device))
+        if self.auto_reset:
+            for key in self.done_keys:
+                out.set(key, torch.zeros_like(out.get(key)))
+        if masks:
+            out = out.exclude(*self.reset_keys)
+            self._mask_partial_reset(out, tensordict, masks)
+            tensordict.update(out)
+            for key in self.reset_keys:
+                if key in tensordict.keys(include_nested=True):
+                    del tensordict[key]
+        elif not self.allow_done_after_reset:
+            for key in self.done_keys:
+                if out.get(key).any():
+                    raise RuntimeError(
+                        f"{type(self).__name__} is done ({key!r}) right after a reset; pass "
+                        f"allow_done_after_reset=True if that is expected."
+                    )
+        return out
+
+    @staticmethod
+    def _mask_partial_reset(
+        out: TensorDictBase, previous: TensorDictBase, masks: dict[tuple[str, ...], torch.Tensor]
+    ) -> None:
+        ordered = sorted(masks.items(), key=lambda item: len(item[0]))
+        for key in list(out.keys(include_nested=True, leaves_only=True)):
+            key_t = _as_tuple(key)
+            mask = next((m for prefix, m in ordered if key_t[: len(prefix)] == prefix), None)
+            old = previous.get(key, None)
+            if mask is None or old is None:
+                continue
+            new = out.get(key)
+            out.set(key, torch.where(_expand_mask(mask, new.shape), new, old))
+
+    def _reset_done(self, next_root: TensorDictBase) -> tuple[TensorDictBase, bool]:
+        """Resets the done components of a next step's input; says if any was done."""
+        if self._auto_reset_stash is not None:
+            next_root.update(self._auto_reset_stash)
+            self._auto_reset_stash = None
+        any_done = False
+        for prefix in self._done_prefixes:
+            done = next_root.get(prefix + ("done",))
+            if done.any():
+                next_root.set(prefix + ("_reset",), done)
+                any_done = True
+        if any_done:
+            self.reset(next_root)
+        return next_root, any_done
+
+    def step_and_maybe_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:
+        """Steps, then builds the next input, resetting the components that are done.
+
+        Returns:
+            The step's data (results under ``"next"``) and the input of the next step.
+
+        Examples:
+            >>> from cadence.envs.custom import PendulumEnv
+            >>> env = PendulumEnv(batch_size=[3])
+            >>> data_ = env.reset()
+            >>> for _ in range(4):
+            ...     data, data_ = env.step_and_maybe_reset(env.rand_action(data_))
+            >>> data["next", "th"].shape, data_["th"].shape
+            (torch.Size([3]), torch.Size([3]))
+        """
+        tensordict = self.step(tensordict)
+        next_root = self._step_mdp(tensordict)
+        next_root, _ = self._reset_done(next_root)
+        return tensordict, next_root
+
+    def _step_mdp(self, tensordict: TensorDictBase) -> TensorDictBase:
+        return step_mdp(
+            tensordict, reward_keys=self.reward_keys, done_keys=self.done_keys, action_keys=self.action_keys
+        )
+
+    # ------------------------------------------------------------------ random actions
+    def rand_action(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
+        """Writes random actions (drawn with ``self.rng``) into ``tensordict``.
+
+        Examples:
+            >>> from cadence.envs.custom import PendulumEnv
+            >>> PendulumEnv().rand_action()["action"].shape
+            torch.Size([1])
+        """
+        if tensordict is None:
+            tensordict = TensorDict({}, batch_size=self.batch_size, device=self.device)
+        extra = tensordict.batch_size[: tensordict.batch_dims - self.batch_dims]
+        tensordict.update(self.full_action_spec.rand(extra if extra else None, generator=self.rng))
+        return tensordict
+
+    def rand_step(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
+        """Takes a step with random actions (resetting first if no input is given).
+
+        Examples:
+            >>> from cadence.envs.custom import PendulumEnv
+            >>> "next" in PendulumEnv().rand_step().keys()
+            True
+        """
+        if tensordict is None:
+            tensordict = self.reset()
+        return self.step(self.rand_action(tensordict))
+
+    def fake_tensordict(self) -> TensorDictBase:
+        """A zeroed step, laid out from the specs (inputs at the root, results under ``"next"``).
+
+        Examples:
+            >>> from cadence.envs.custom import PendulumEnv
+            >>> sorted(PendulumEnv().fake_tensordict()["next"].keys())
+            ['done', 'params', 'reward', 'terminated', 'th', 'thdot']
+        """
+        return self._step_spec().zero()
+
+    # ------------------------------------------------------------------ rollout
+    def _fast_rollout(
+        self,
+        max_steps: int,
+        *,
+        policy: Policy | None,
+        callback: Callable[..., Any] | None,
+        auto_reset: bool,
+        break_when_any_done: bool,
+        break_when_all_done: bool,
+        return_contiguous: bool,
+        tensordict: TensorDictBase | None,
+        set_truncated: bool,
+    ) -> TensorDictBase | None:
+        """A backend's shortcut for ``rollout``; ``None`` when it does not apply."""
+        return None
+
+    def rollout(
+        self,
+        max_steps: int,
+        policy: Policy | None = None,
+        callback: Callable[[EnvBase, TensorDictBase], Any] | None = None,
+        *,
+        auto_reset: bool = True,
+        break_when_any_done: bool = True,
+        break_when_all_done: bool = False,
+        return_contiguous: bool = True,
+        tensordict: TensorDictBase | None = None,
+        set_truncated: bool = False,
+    ) -> TensorDictBase:
+        """Runs up to ``max_steps`` steps and returns them stacked on a trailing ``"time"`` dim.
+
+        Args:
+            max_steps: the number of steps.
+            policy: a callable writing the action(s) into a tensordict (a
+                ``TensorDictModule``, say); random actions if ``None``.
+            callback: called as ``callback(env, data)`` after each step.
+            auto_reset: reset the env first (else ``tensordict`` is the first input).
+            break_when_any_done: stop at the first step where any component is done.
+            break_when_all_done: stop at the first step where all are done; the
+                done components are reset and the rollout goes on otherwise.
+            return_contiguous: stack into contiguous tensors; ``False`` gives a lazy
+                stack (needed, and chosen anyway, when specs have dynamic dims).
+            tensordict: the input of the first reset (or step, without ``auto_reset``).
+            set_truncated: mark the last step truncated (and done).
+
+        Returns:
+            A tensordict of batch size ``[*batch_size, T]`` with dim names ``[..., "time"]``.
+
+        Examples:
+            >>> from cadence.envs.custom import PendulumEnv
+            >>> data = PendulumEnv(batch_size=[2]).rollout(10)
+            >>> data.batch_size, data.names
+            (torch.Size([2, 10]), [None, 'time'])
+        """
+        if max_steps < 1:
+            raise ValueError(f"rollout() needs max_steps >= 1, got {max_steps}.")
+        fast = self._fast_rollout(
+            max_steps,
+            policy=policy,
+            callback=callback,
+            auto_reset=auto_reset,
+            break_when_any_done=break_when_any_done,
+            break_when_all_done=break_when_all_done,
+            return_contiguous=return_contiguous,
+            tensordict=tensordict,
+            set_truncated=set_truncated,
+        )
+        if fast is not None:
+            return fast
+        if auto_reset:
+            current = self.reset(tensordict)
+        elif tensordict is None:
+            raise ValueError("rollout(auto_reset=False) needs the first input as `tensordict`.")
+        else:
+            current = tensordict
+        act = self.rand_action if policy is None else policy
+        contiguous = return_contiguous and not self._has_dynamic_specs()
+        buffer: _RolloutBuffer | None = None
+        steps: list[TensorDictBase] = []
+        done_key = self.done_key
+        for t in range(max_steps):
+            returned = act(current)
+            current = returned if returned is not None else current
+            data = self.step(current)
+            if contiguous:
+                if buffer is None:
+                    buffer = _RolloutBuffer(data, max_steps)
+                buffer.write(t, data)
+            else:
+                steps.append(data)
+            if callback is not None:
+                callback(self, data)
+            done = data.get(("next", *_as_tuple(done_key)))
+            if (break_when_any_done and done.any()) or (break_when_all_done and done.all()):
+                break
+            if t + 1 < max_steps:
+                current = self._step_mdp(data)
+                if break_when_any_done:
+                    self._auto_reset_stash = None
+                else:
+                    current, _ = self._reset_done(current)
+        if buffer is not None:
+            result = buffer.result(t + 1)
+        else:
+            result = LazyStackedTensorDict.lazy_stack(steps, dim=steps[0].batch_dims)
+        result.names = [None] * (result.batch_dims - 1) + ["time"]
+        if set_truncated:
+            self._mark_truncated(result)
+        return result
+
+    def _mark_truncated(self, result: TensorDictBase) -> None:
+        truncated = [k for k in self.done_keys if _as_tuple(k)[-1] == "truncated"]
+        if not truncated:
+            raise RuntimeError(
+                f"rollout(set_truncated=True) needs a 'truncated' entry in the done spec of "
+                f"{type(self).__name__}; its done keys are {self.done_keys}."
+            )
+        for key in truncated:
+            for name in ("truncated", "done"):
+                value = result.get(("next", *_as_tuple(key)[:-1], name))
+                value.select(result.batch_dims - 1, -1).fill_(True)
+
+    # ------------------------------------------------------------------ devices, closing
+    def to(self, *args: Any, **kwargs: Any) -> EnvBase:
+        """Moves the env (its specs and device) like ``torch.nn.Module.to``.
+
+        Examples:
+            >>> from cadence.envs.custom import PendulumEnv
+            >>> PendulumEnv().to("cpu").device
+            device(type='cpu')
+        """
+        device, _, _, _ = torch._C._nn._parse_to(*args, **kwargs)
+        if device is not None:
+            self._device = device
+            self._input_spec = self._input_spec.to(device)
+            self._output_spec = self._output_spec.to(device)
+            self._cache.clear()
+        return super().to(*args, **kwargs)
+
+    def close(self) -> None:
+        """Releases the env's resources; the env cannot be used afterwards."""
+        self.is_closed = True
+
+
+class _RolloutBuffer:
+    """Output of a rollout, allocated once from its first step and written in place.
+
+    The leaves are kept as a tree of (name, buffer) pairs so that each step is
+    copied with plain string look-ups, level by level.
+    """
+
+    def __init__(self, first: TensorDictBase, max_steps: int) -> None:
+        self.time_dim = first.batch_dims
+        self.data = first.unsqueeze(self.time_dim).expand(*first.batch_size, max_steps).contiguous()
+        self.tree = self._tree(first, self.data)
+
+    @staticmethod
+    def _tree(step: TensorDictBase, data: TensorDictBase) -> list[tuple[str, Any]]:
+        tree: list[tuple[str, Any]] = []
+        for key, value in step.items():
+            if isinstance(value, TensorDictBase):
+                tree.append((key, _RolloutBuffer._tree(value, data.get(key))))
+            else:
+                tree.append((key, data.get(key)))
+        return tree
+
+    def write(self, t: int, step: TensorDictBase) -> None:
+        self._write(self.tree, t, step, ())
+
+    def _write(self, tree: list[tuple[str, Any]], t: int, step: TensorDictBase, path: tuple[str, ...]) -> None:
+        for key, target in tree:
+            value = step.get(key, None)
+            if value is None:
+                raise KeyError(f"Step {t} of the rollout holds no {path + (key,)!r}, which its first step had.")
+            if isinstance(target, list):
+                self._write(target, t, value, path + (key,))
+            else:
+                target.select(self.time_dim, t).copy_(value)
+
+    def result(self, steps: int) -> TensorDictBase:
+        if steps == self.data.batch_size[self.time_dim]:
+            return self.data
+        index = (slice(None),) * self.time_dim + (slice(0, steps),)
+        return self.data[index]

@@ -1,0 +1,206 @@
+"""``GymLikeEnv``: an env driving a simulator with the gymnasium calling convention
+(``reset() -> (obs, info)``, ``step(a) -> (obs, reward, terminated, truncated, info)``),
+and the info-dict readers that copy numeric ``info`` entries into its output.
+
+Examples:
+    >>> from cadence.envs.gym_like import default_info_dict_reader
+    >>> reader = default_info_dict_reader(["x_position"])
+    >>> reader.keys
+    ['x_position']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from tensordict import TensorDict, TensorDictBase
+
+from cadence.data import Composite, TensorSpec, Unbounded
+from cadence.envs.common import EnvBase
+
+__all__ = ["GymLikeEnv", "default_info_dict_reader"]
+
+
+class default_info_dict_reader:  # noqa: N801 - the reference library's name
+    """Reads numeric entries of a gym ``info`` dict into the step's output.
+
+    Args:
+        keys: the info entries to read.
+        spec: their specs (a Composite or a mapping key -> spec, shapes without the
+            batch size); ``Unbounded`` float32 scalars if not given.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> reader = default_info_dict_reader(["x"])
+        >>> reader.info_spec(torch.Size([]))["x"].shape
+        torch.Size([])
+        >>> out = reader({"x": 1.5}, TensorDict({}, []))
+        >>> out["x"]
+        tensor(1.5000)
+    """
+
+    def __init__(self, keys: Sequence[str], spec: Composite | Mapping[str, TensorSpec] | None = None) -> None:
+        self.keys = list(keys)
+        self._spec = spec
+
+    def info_spec(self, batch_size: torch.Size) -> Composite:
+        """The specs of the entries read, for an env of batch size ``batch_size``."""
+        children: dict[str, TensorSpec] = {}
+        for key in self.keys:
+            if self._spec is not None and key in self._spec:
+                leaf = self._spec[key]
+                children[key] = leaf.expand(*batch_size, *leaf.shape) if batch_size else leaf
+            else:
+                children[key] = Unbounded(shape=batch_size, dtype=torch.float32)
+        return Composite(children, shape=batch_size)
+
+    def __call__(self, info: Mapping[str, Any], tensordict: TensorDictBase) -> TensorDictBase:
+        """Writes the entries of ``info`` into ``tensordict`` (zeros where absent)."""
+        spec = self.info_spec(tensordict.batch_size)
+        for key in self.keys:
+            leaf = spec[key]
+            if key in info:
+                value = torch.as_tensor(np.asarray(info[key]), dtype=leaf.dtype).reshape(leaf.shape)
+            else:
+                value = leaf.zero()
+            tensordict.set(key, value)
+        return tensordict
+
+
+class GymLikeEnv(EnvBase):
+    """An env whose simulator (``self._env``) follows gymnasium's calling convention.
+
+    Subclasses build ``self._env`` and the specs; this class implements ``_reset``
+    and ``_step`` through small overridable readers: ``read_obs``, ``read_reward``,
+    ``read_done``, ``read_action`` and ``read_info``.
+
+    Examples:
+        >>> import gymnasium
+        >>> from cadence.envs.libs.gym import GymWrapper
+        >>> env = GymWrapper(gymnasium.make("CartPole-v1"))
+        >>> isinstance(env, GymLikeEnv)
+        True
+    """
+
+    _env: Any
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.info_dict_reader: list[default_info_dict_reader] = []
+        self._pending_seed: int | None = None
+
+    # ------------------------------------------------------------------ readers
+    def read_obs(self, observations: Any) -> dict[str, Any]:
+        """Maps the simulator's observation to output entries, typed like the observation
+        spec (an array becomes ``"observation"``, a dict its own keys, a tuple ``"0"``, ``"1"``...)."""
+        if isinstance(observations, Mapping):
+            return {key: self._read_entry(value, (key,)) for key, value in observations.items()}
+        return {"observation": self._read_entry(observations, ("observation",))}
+
+    def _read_entry(self, value: Any, key: tuple[str, ...]) -> Any:
+        if isinstance(value, tuple):
+            value = {str(i): item for i, item in enumerate(value)}
+        if isinstance(value, Mapping):
+            return {k: self._read_entry(v, key + (k,)) for k, v in value.items()}
+        dtype, shape = self._entry_layout(key)
+        return torch.as_tensor(np.asarray(value), dtype=dtype, device=self.device).reshape(shape)
+
+    def _entry_layout(self, key: tuple[str, ...]) -> tuple[torch.dtype, torch.Size]:
+        """The dtype and shape of an observation entry, read once from its spec."""
+        layouts = self._cached("observation_layouts", dict)
+        layout = layouts.get(key)
+        if layout is None:
+            spec = self.full_observation_spec[key]
+            layout = layouts[key] = (spec.dtype, spec.shape)
+        return layout
+
+    def read_reward(self, reward: Any) -> torch.Tensor:
+        """The reward as a tensor shaped like the reward spec."""
+        dtype, shape = self._cached("reward_layout", lambda: (self.reward_spec.dtype, self.reward_spec.shape))
+        return torch.as_tensor(reward, dtype=dtype).reshape(shape)
+
+    def read_done(self, terminated: Any, truncated: Any) -> dict[str, torch.Tensor]:
+        """The done signals as tensors shaped like the done spec."""
+        shape = (*self.batch_size, 1)
+        terminated_t = torch.as_tensor(terminated, dtype=torch.bool).reshape(shape)
+        truncated_t = torch.as_tensor(truncated, dtype=torch.bool).reshape(shape)
+        return {"terminated": terminated_t, "truncated": truncated_t, "done": terminated_t | truncated_t}
+
+    def read_action(self, action: torch.Tensor) -> Any:
+        """The action in the simulator's format (a numpy array by default)."""
+        return action.detach().cpu().numpy()
+
+    def read_info(self, info: Mapping[str, Any], tensordict: TensorDictBase) -> TensorDictBase:
+        """Runs the registered info-dict readers."""
+        for reader in self.info_dict_reader:
+            tensordict = reader(info, tensordict)
+        return tensordict
+
+    def set_info_dict_reader(self, info_dict_reader: default_info_dict_reader) -> GymLikeEnv:
+        """Registers a reader of the ``info`` dict; its entries join the observation spec.
+
+        Examples:
+            >>> import gymnasium
+            >>> from cadence.envs.libs.gym import GymWrapper
+            >>> env = GymWrapper(gymnasium.make("CartPole-v1"))
+            >>> env = env.set_info_dict_reader(default_info_dict_reader(["steps"]))
+            >>> "steps" in env.observation_spec.keys()
+            True
+        """
+        self.info_dict_reader.append(info_dict_reader)
+        spec = self.full_observation_spec.clone()
+        spec.update(info_dict_reader.info_spec(self.batch_size))
+        self.full_observation_spec = spec
+        return self
+
+    # ------------------------------------------------------------------ the loop
+    def _output_transform(self, step_outputs: tuple[Any, ...]) -> tuple[Any, Any, Any, Any, Mapping[str, Any]]:
+        """Normalises a step's outputs to (obs, reward, terminated, truncated, info)."""
+        if len(step_outputs) == 4:  # the old gym convention: (obs, reward, done, info)
+            obs, reward, done, info = step_outputs
+            return obs, reward, done, False, info
+        return step_outputs  # type: ignore[return-value]
+
+    def _reset_output_transform(self, reset_outputs: Any) -> tuple[Any, Mapping[str, Any]]:
+        """Normalises a reset's outputs to (obs, info)."""
+        if isinstance(reset_outputs, tuple) and len(reset_outputs) == 2 and isinstance(reset_outputs[1], Mapping):
+            return reset_outputs
+        return reset_outputs, {}
+
+    def _reset_backend(self, **kwargs: Any) -> tuple[Any, Mapping[str, Any]]:
+        """Resets the simulator, passing the seed given to ``set_seed`` on its first reset."""
+        if self._pending_seed is not None:
+            kwargs["seed"], self._pending_seed = self._pending_seed, None
+        return self._reset_output_transform(self._env.reset(**kwargs))
+
+    def _set_seed(self, seed: int | None) -> None:
+        self._pending_seed = seed
+
+    def _build_output(self, obs: Any, info: Mapping[str, Any]) -> TensorDictBase:
+        out = TensorDict(self.read_obs(obs), batch_size=self.batch_size, device=self.device)
+        if self.info_dict_reader:
+            out = self.read_info(info, out)
+        return out
+
+    def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
+        obs, info = self._reset_backend(**kwargs)
+        return self._build_output(obs, info)
+
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        action = self.read_action(tensordict.get(self.action_key))
+        obs, reward, terminated, truncated, info = self._output_transform(self._env.step(action))
+        out = self._build_output(obs, info)
+        out.set("reward", self.read_reward(reward))
+        for key, value in self.read_done(terminated, truncated).items():
+            out.set(key, value)
+        return out
+
+    def close(self) -> None:
+        """Closes the simulator."""
+        if not self.is_closed:
+            self._env.close()
+        super().close()

@@ -1,0 +1,501 @@
+"""Gymnasium (and gym) environments: ``GymWrapper`` around a built env, ``GymEnv`` by id.
+
+Specs are read from the env's spaces once; a vector env (``num_envs=N``) is stepped
+as one batch of size N with partial resets. ``rollout`` with random actions takes a
+shortcut that steps the simulator and writes straight into preallocated arrays.
+
+Examples:
+    >>> from cadence.envs.libs.gym import GymEnv
+    >>> env = GymEnv("CartPole-v1")
+    >>> next_seed = env.set_seed(0)
+    >>> env.rollout(500, break_when_any_done=False)["next", "observation"].shape
+    torch.Size([500, 4])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+from tensordict import TensorDict, TensorDictBase
+
+from cadence.data import (
+    Binary,
+    Bounded,
+    Categorical,
+    Composite,
+    MultiCategorical,
+    MultiOneHot,
+    NonTensor,
+    OneHot,
+    TensorSpec,
+    Unbounded,
+)
+from cadence.envs.gym_like import GymLikeEnv
+from cadence.envs.libs.gym_backend import gym_backend, set_gym_backend
+
+__all__ = ["GymEnv", "GymWrapper", "gym_backend", "set_gym_backend", "space_to_spec"]
+
+_WRAPPER_KWARGS = (
+    "categorical_action_encoding",
+    "from_pixels",
+    "pixels_only",
+    "frame_skip",
+    "device",
+    "allow_done_after_reset",
+    "auto_reset",
+    "auto_reset_replace",
+    "run_type_checks",
+)
+
+
+def _torch_dtype(np_dtype: Any) -> torch.dtype:
+    return torch.from_numpy(np.empty(0, dtype=np_dtype)).dtype
+
+
+def space_to_spec(
+    space: Any,
+    batch_size: torch.Size = torch.Size(),
+    categorical_action_encoding: bool = True,
+    device: torch.device | None = None,
+) -> TensorSpec:
+    """Translates a gymnasium space into a spec whose shape starts with ``batch_size``.
+
+    Box → ``Bounded`` (``Unbounded`` if no bound is finite); Discrete → ``Categorical``
+    (``OneHot`` if ``categorical_action_encoding`` is false); MultiDiscrete →
+    ``MultiCategorical`` (or ``MultiOneHot``); MultiBinary → ``Binary``; Dict and Tuple →
+    ``Composite`` (a Tuple's entries are named ``"0"``, ``"1"``...); any other space →
+    ``NonTensor``.
+
+    Examples:
+        >>> import gymnasium
+        >>> space_to_spec(gymnasium.spaces.Discrete(3), categorical_action_encoding=False).shape
+        torch.Size([3])
+        >>> space_to_spec(gymnasium.spaces.Box(-1, 1, (2,)), torch.Size([4])).shape
+        torch.Size([4, 2])
+    """
+    spaces = gym_backend("spaces")
+    batch_size = torch.Size(batch_size)
+    if isinstance(space, spaces.Box):
+        dtype = _torch_dtype(space.dtype)
+        shape = (*batch_size, *space.shape)
+        low = torch.as_tensor(space.low, dtype=dtype).expand(shape)
+        high = torch.as_tensor(space.high, dtype=dtype).expand(shape)
+        if dtype.is_floating_point and not (low.isfinite().any() or high.isfinite().any()):
+            return Unbounded(shape=shape, dtype=dtype, device=device)
+        return Bounded(low.clone(), high.clone(), shape=shape, dtype=dtype, device=device)
+    if isinstance(space, spaces.Discrete):
+        n, start = int(space.n), int(space.start)
+        if not categorical_action_encoding:
+            return OneHot(n, shape=(*batch_size, n), device=device)
+        if start:
+            return Bounded(start, start + n - 1, shape=batch_size, dtype=torch.long, device=device)
+        return Categorical(n, shape=batch_size, device=device)
+    if isinstance(space, spaces.MultiDiscrete):
+        nvec = torch.as_tensor(space.nvec, dtype=torch.long)
+        if categorical_action_encoding or nvec.ndim > 1:
+            return MultiCategorical(nvec, shape=(*batch_size, *nvec.shape), device=device)
+        return MultiOneHot(nvec, shape=(*batch_size, int(nvec.sum())), device=device)
+    if isinstance(space, spaces.MultiBinary):
+        shape = (*batch_size, *np.atleast_1d(space.n).tolist())
+        return Binary(shape[-1], shape=shape, dtype=torch.int8, device=device)
+    if isinstance(space, spaces.Dict):
+        return Composite(
+            {key: space_to_spec(sub, batch_size, categorical_action_encoding, device) for key, sub in space.items()},
+            shape=batch_size,
+            device=device,
+        )
+    if isinstance(space, spaces.Tuple):
+        return Composite(
+            {
+                str(i): space_to_spec(sub, batch_size, categorical_action_encoding, device)
+                for i, sub in enumerate(space.spaces)
+            },
+            shape=batch_size,
+            device=device,
+        )
+    return NonTensor(shape=batch_size, device=device)
+
+
+def _action_converter(space: Any, spec: TensorSpec) -> Callable[[torch.Tensor], Any]:
+    """How to hand an action tensor (with any leading dims) to the simulator."""
+    spaces = gym_backend("spaces")
+    if isinstance(spec, OneHot):
+        start = int(getattr(space, "start", 0))
+        return lambda action: action.to(torch.uint8).argmax(-1).numpy() + start
+    if isinstance(spec, MultiOneHot):
+        sizes = [int(n) for n in np.asarray(space.nvec).reshape(-1)]
+        return lambda action: np.stack([part.to(torch.uint8).argmax(-1).numpy() for part in action.split(sizes, -1)], -1)
+    if isinstance(space, (spaces.Box, spaces.MultiDiscrete, spaces.MultiBinary, spaces.Discrete)):
+        np_dtype = space.dtype
+        return lambda action: action.detach().cpu().numpy().astype(np_dtype, copy=False)
+    return lambda action: action.detach().cpu().numpy()
+
+
+class GymWrapper(GymLikeEnv):
+    """Wraps a built gymnasium env (or vector env) as a Cadence env.
+
+    Args:
+        env: a ``gymnasium.Env``, or a ``gymnasium.vector.VectorEnv`` created with
+            ``autoreset_mode=AutoresetMode.DISABLED`` (partial resets need it).
+        categorical_action_encoding: Discrete actions as indices (``Categorical``)
+            rather than one-hot vectors (``OneHot``, the default, as in the reference).
+        from_pixels: add the rendered frame as ``"pixels"`` (the env must render
+            ``"rgb_array"``).
+        pixels_only: with ``from_pixels``, drop the other observations.
+        frame_skip: repeat each action this many times, summing rewards.
+        device: where the data lives.
+        allow_done_after_reset, auto_reset, auto_reset_replace, run_type_checks: as
+            in ``EnvBase``.
+
+    Examples:
+        >>> import gymnasium
+        >>> env = GymWrapper(gymnasium.make("Pendulum-v1"))
+        >>> env.action_spec.shape, env.observation_spec["observation"].shape
+        (torch.Size([1]), torch.Size([3]))
+    """
+
+    def __init__(
+        self,
+        env: Any,
+        *,
+        categorical_action_encoding: bool = False,
+        from_pixels: bool = False,
+        pixels_only: bool = True,
+        frame_skip: int = 1,
+        device: torch.device | str | None = None,
+        allow_done_after_reset: bool = False,
+        auto_reset: bool = False,
+        auto_reset_replace: bool = True,
+        run_type_checks: bool = False,
+    ) -> None:
+        vector = gym_backend("vector")
+        self_batch = torch.Size([env.num_envs]) if isinstance(env, vector.VectorEnv) else torch.Size()
+        super().__init__(
+            device=device,
+            batch_size=self_batch,
+            allow_done_after_reset=allow_done_after_reset,
+            auto_reset=auto_reset,
+            auto_reset_replace=auto_reset_replace,
+            run_type_checks=run_type_checks,
+        )
+        if frame_skip < 1:
+            raise ValueError(f"frame_skip must be >= 1, got {frame_skip}.")
+        self._env = env
+        self.is_vector = bool(self_batch)
+        if self.is_vector:
+            self._check_vector_autoreset(env)
+        self.from_pixels = from_pixels
+        self.pixels_only = pixels_only and from_pixels
+        self.frame_skip = frame_skip
+        self.categorical_action_encoding = categorical_action_encoding
+        self._build_specs()
+
+    @staticmethod
+    def _check_vector_autoreset(env: Any) -> None:
+        mode = env.metadata.get("autoreset_mode")
+        disabled = getattr(gym_backend("vector"), "AutoresetMode", None)
+        if disabled is not None and mode != disabled.DISABLED:
+            raise ValueError(
+                f"GymWrapper needs a vector env built with autoreset_mode=AutoresetMode.DISABLED "
+                f"(Cadence resets the done sub-envs itself, through '_reset'); got autoreset_mode={mode}. "
+                f"GymEnv(name, num_envs=N) builds one that way."
+            )
+
+    # ------------------------------------------------------------------ specs
+    @property
+    def _single_observation_space(self) -> Any:
+        return self._env.single_observation_space if self.is_vector else self._env.observation_space
+
+    @property
+    def _single_action_space(self) -> Any:
+        return self._env.single_action_space if self.is_vector else self._env.action_space
+
+    def _build_specs(self) -> None:
+        batch = self.batch_size
+        obs_spec = space_to_spec(self._single_observation_space, batch, True, self.device)
+        if not isinstance(obs_spec, Composite):
+            obs_spec = Composite(observation=obs_spec, shape=batch, device=self.device)
+        if self.from_pixels:
+            self._env.reset()  # rendering needs a first reset; this probe reads the frame's shape
+            pixels = self._render()
+            pixels_spec = Bounded(0, 255, shape=pixels.shape, dtype=torch.uint8, device=self.device)
+            obs_spec = Composite(shape=batch, device=self.device) if self.pixels_only else obs_spec
+            obs_spec["pixels"] = pixels_spec
+        self.full_observation_spec = obs_spec
+        action_spec = space_to_spec(self._single_action_space, batch, self.categorical_action_encoding, self.device)
+        self.action_spec = action_spec
+        self._to_backend = _action_converter(self._single_action_space, action_spec)
+        self.reward_spec = Unbounded(shape=(*batch, 1), device=self.device)
+        flag = Categorical(2, shape=(*batch, 1), dtype=torch.bool, device=self.device)
+        self.full_done_spec = Composite(
+            done=flag, terminated=flag.clone(), truncated=flag.clone(), shape=batch, device=self.device
+        )
+
+    def _render(self) -> torch.Tensor:
+        if self.is_vector:
+            raise ValueError(
+                "from_pixels=True is supported for single gymnasium envs; batch them with "
+                "SerialEnv/ParallelEnv rather than num_envs."
+            )
+        if getattr(self._env, "render_mode", None) != "rgb_array":
+            raise ValueError(
+                f"from_pixels=True needs an env built with render_mode='rgb_array', got "
+                f"render_mode={getattr(self._env, 'render_mode', None)!r}."
+            )
+        return torch.from_numpy(np.ascontiguousarray(self._env.render()))
+
+    # ------------------------------------------------------------------ readers
+    def read_action(self, action: torch.Tensor) -> Any:
+        """The action in the simulator's format (indices for one-hot actions)."""
+        return self._to_backend(action)
+
+    def _build_output(self, obs: Any, info: Any) -> TensorDictBase:
+        entries = {} if self.pixels_only else self.read_obs(obs)
+        if self.from_pixels:
+            entries["pixels"] = self._render().to(self.device)
+        out = TensorDict(entries, batch_size=self.batch_size, device=self.device)
+        if self.info_dict_reader:
+            out = self.read_info(info, out)
+        return out
+
+    def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
+        mask = None if tensordict is None else tensordict.get("_reset", None)
+        if mask is not None and self.is_vector:
+            kwargs.setdefault("options", {})["reset_mask"] = mask.reshape(self.batch_size).cpu().numpy()
+        obs, info = self._reset_backend(**kwargs)
+        return self._build_output(obs, info)
+
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        action = self.read_action(tensordict.get(self.action_key))
+        reward_sum: Any = 0.0
+        for _ in range(self.frame_skip):
+            obs, reward, terminated, truncated, info = self._output_transform(self._env.step(action))
+            reward_sum = reward_sum + np.asarray(reward)
+            if np.any(terminated) or np.any(truncated):
+                break
+        out = self._build_output(obs, info)
+        out.set("reward", self.read_reward(reward_sum))
+        for key, value in self.read_done(terminated, truncated).items():
+            out.set(key, value)
+        return out
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            env = self.__dict__.get("_env")
+            if env is None or name.startswith("_"):
+                raise
+            if hasattr(env, "get_wrapper_attr") and not self.is_vector:
+                return env.get_wrapper_attr(name)
+            return getattr(env, name)
+
+    def __repr__(self) -> str:
+        name = getattr(getattr(self._env, "spec", None), "id", type(self._env).__name__)
+        return f"{type(self).__name__}(env={name}, batch_size={self.batch_size}, device={self.device})"
+
+    # ------------------------------------------------------------------ fast rollout
+    def _fast_path_applies(self) -> bool:
+        """Whether this env's rollout may skip the per-step tensordicts: the stock
+        readers, an array observation, no pixels, frame skip or info readers."""
+        base = GymWrapper
+        stock = all(
+            getattr(type(self), name) is getattr(base, name)
+            for name in ("_step", "_reset", "read_obs", "read_reward", "read_done", "read_action", "_build_output")
+        )
+        obs_keys = list(self.full_observation_spec.keys(True, True))
+        return (
+            stock
+            and obs_keys == ["observation"]
+            and not isinstance(self.full_observation_spec["observation"], NonTensor)
+            and self.action_keys == ["action"]
+            and not self.from_pixels
+            and self.frame_skip == 1
+            and not self.info_dict_reader
+            and not self.run_type_checks
+            and not self.auto_reset
+        )
+
+    def _fast_rollout(
+        self,
+        max_steps: int,
+        *,
+        policy: Any,
+        callback: Any,
+        auto_reset: bool,
+        break_when_any_done: bool,
+        break_when_all_done: bool,
+        return_contiguous: bool,
+        tensordict: TensorDictBase | None,
+        set_truncated: bool,
+    ) -> TensorDictBase | None:
+        if (
+            policy is not None
+            or callback is not None
+            or not auto_reset
+            or tensordict is not None
+            or break_when_all_done
+            or not self._fast_path_applies()
+        ):
+            return None
+        batch = self.batch_size
+        # Random actions for the whole rollout, drawn in one call from the env's generator.
+        actions = self.full_action_spec["action"].rand(torch.Size([max_steps]), generator=self.rng)
+        backend_actions = self._to_backend(actions)
+        obs_spec = self.full_observation_spec["observation"]
+        obs_dtype = torch.empty(0, dtype=obs_spec.dtype).numpy().dtype
+        feature_shape = tuple(obs_spec.shape)
+        next_obs = np.empty((max_steps, *feature_shape), dtype=obs_dtype)
+        root_obs = np.empty((max_steps, *feature_shape), dtype=obs_dtype)
+        reward = np.empty((max_steps, *batch), dtype=np.float32)
+        terminated = np.zeros((max_steps, *batch), dtype=bool)
+        truncated = np.zeros((max_steps, *batch), dtype=bool)
+        obs, _ = self._reset_backend()
+        root_obs[0] = obs
+        step_env, reset_env = self._env.step, self._env.reset
+        steps = max_steps
+        if self.is_vector:
+            for t in range(max_steps):
+                obs, r, te, tr, _ = step_env(backend_actions[t])
+                next_obs[t] = obs
+                reward[t] = r
+                terminated[t] = te
+                truncated[t] = tr
+                done = te | tr
+                if done.any():
+                    if break_when_any_done:
+                        steps = t + 1
+                        break
+                    if t + 1 < max_steps:
+                        obs, _ = reset_env(options={"reset_mask": done})
+                if t + 1 < max_steps:
+                    root_obs[t + 1] = obs
+        else:
+            reset_rows: list[tuple[int, Any]] = []
+            for t in range(max_steps):
+                obs, r, te, tr, _ = step_env(backend_actions[t])
+                next_obs[t] = obs
+                reward[t] = r
+                if te or tr:
+                    terminated[t] = te
+                    truncated[t] = tr
+                    if break_when_any_done:
+                        steps = t + 1
+                        break
+                    if t + 1 < max_steps:
+                        reset_rows.append((t + 1, reset_env()[0]))
+            root_obs[1:steps] = next_obs[: steps - 1]
+            for t, obs in reset_rows:
+                root_obs[t] = obs
+        return self._fast_rollout_output(
+            actions, root_obs, next_obs, reward, terminated, truncated, steps, set_truncated
+        )
+
+    def _fast_rollout_output(
+        self,
+        actions: torch.Tensor,
+        root_obs: np.ndarray,
+        next_obs: np.ndarray,
+        reward: np.ndarray,
+        terminated: np.ndarray,
+        truncated: np.ndarray,
+        steps: int,
+        set_truncated: bool,
+    ) -> TensorDictBase:
+        """Lays the rollout's arrays out as the generic rollout does: ``[*batch, T]``."""
+        nb = self.batch_dims
+
+        def arrange(array: np.ndarray | torch.Tensor, trailing_one: bool = False) -> torch.Tensor:
+            tensor = torch.from_numpy(array[:steps]) if isinstance(array, np.ndarray) else array[:steps]
+            if trailing_one:
+                tensor = tensor.unsqueeze(-1)
+            # time leads in the arrays; the output puts it after the batch dims
+            return tensor.movedim(0, nb) if nb else tensor
+
+        if set_truncated:
+            truncated[steps - 1] = True
+        done = terminated | truncated
+        root_done = torch.zeros(*self.batch_size, steps, 1, dtype=torch.bool)
+        next_done = arrange(done, True)
+        out = TensorDict(
+            {
+                "observation": arrange(root_obs),
+                "action": arrange(actions),
+                "done": root_done,
+                "terminated": root_done.clone(),
+                "truncated": root_done.clone(),
+                "next": TensorDict(
+                    {
+                        "observation": arrange(next_obs),
+                        "reward": arrange(reward, True),
+                        "done": next_done,
+                        "terminated": arrange(terminated, True),
+                        "truncated": arrange(truncated, True),
+                    },
+                    batch_size=[*self.batch_size, steps],
+                ),
+            },
+            batch_size=[*self.batch_size, steps],
+            device=self.device,
+        )
+        out.names = [None] * nb + ["time"]
+        return out
+
+
+class GymEnv(GymWrapper):
+    """A gymnasium env built from its id.
+
+    Keyword arguments that are not the wrapper's own (see ``GymWrapper``) go to
+    ``gymnasium.make`` (``render_mode``, ``g=9.81``...). ``num_envs=N`` builds a
+    synchronous vector env of N copies, stepped as one batch of size ``[N]``.
+
+    Args:
+        env_name: the registered id, e.g. ``"CartPole-v1"``.
+        num_envs: batch N copies in one vector env (``None``/``0``: a single env).
+        **kwargs: wrapper options and ``make`` keyword arguments.
+
+    Raises:
+        ValueError: the id is not registered.
+        ImportError: the env needs a package that is missing (the message says which).
+
+    Examples:
+        >>> env = GymEnv("CartPole-v1", num_envs=4)
+        >>> env.batch_size, env.action_spec.shape
+        (torch.Size([4]), torch.Size([4, 2]))
+        >>> env.rollout(10, break_when_any_done=False).batch_size
+        torch.Size([4, 10])
+    """
+
+    def __init__(self, env_name: str, *, num_envs: int | None = None, **kwargs: Any) -> None:
+        wrapper_kwargs = {key: kwargs.pop(key) for key in _WRAPPER_KWARGS if key in kwargs}
+        if wrapper_kwargs.get("from_pixels"):
+            kwargs.setdefault("render_mode", "rgb_array")
+        self.env_name = env_name
+        super().__init__(self._make(env_name, num_envs, kwargs), **wrapper_kwargs)
+
+    @staticmethod
+    def _make(env_name: str, num_envs: int | None, make_kwargs: dict[str, Any]) -> Any:
+        gym = gym_backend()
+        error = gym_backend("error")
+        try:
+            if num_envs:
+                vector = gym_backend("vector")
+                return gym.make_vec(
+                    env_name,
+                    num_envs=num_envs,
+                    vectorization_mode="sync",
+                    vector_kwargs={"autoreset_mode": vector.AutoresetMode.DISABLED},
+                    **make_kwargs,
+                )
+            return gym.make(env_name, **make_kwargs)
+        except error.DependencyNotInstalled as exc:
+            raise ImportError(f"GymEnv({env_name!r}) needs a package that is not installed: {exc}") from exc
+        except (error.NameNotFound, error.VersionNotFound, error.UnregisteredEnv) as exc:
+            raise ValueError(
+                f"GymEnv: no environment {env_name!r} is registered with {gym.__name__} "
+                f"({exc}). Check the id, or install the package that registers it "
+                f"(e.g. pip install 'gymnasium[mujoco]' for MuJoCo envs, 'gymnasium[box2d]', 'ale-py' for Atari)."
+            ) from exc

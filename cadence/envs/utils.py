@@ -1,0 +1,349 @@
+"""Helpers around the environment loop: moving to the next step, reading done signals,
+checking specs against real data, random policies and the exploration mode.
+
+Examples:
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> from cadence.envs.utils import step_mdp
+    >>> data = TensorDict({
+    ...     "observation": torch.zeros(3), "action": torch.ones(1),
+    ...     "next": {"observation": torch.ones(3), "reward": torch.ones(1)},
+    ... }, [])
+    >>> sorted(step_mdp(data).keys())
+    ['observation']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+from tensordict.nn import InteractionType, interaction_type, set_interaction_type
+
+from cadence.data import Composite, TensorSpec, Unbounded
+
+if TYPE_CHECKING:  # pragma: no cover - imported for type hints only
+    from cadence.envs.common import EnvBase
+
+NestedKey = str | tuple[str, ...]
+
+__all__ = [
+    "ExplorationType",
+    "RandomPolicy",
+    "SpecCheckError",
+    "check_env_specs",
+    "exploration_type",
+    "make_composite_from_td",
+    "set_exploration_type",
+    "step_mdp",
+    "terminated_or_truncated",
+]
+
+#: The exploration modes a policy can be asked to use (an alias of tensordict's
+#: ``InteractionType``, so that tensordict's probabilistic modules follow it too).
+ExplorationType = InteractionType
+
+#: Context manager and decorator that sets the exploration mode (tensordict's
+#: ``set_interaction_type``).
+set_exploration_type = set_interaction_type
+
+DEFAULT_EXPLORATION_TYPE: InteractionType = InteractionType.RANDOM
+
+
+def exploration_type() -> InteractionType:
+    """Returns the exploration mode in force (``RANDOM`` unless one was set).
+
+    Examples:
+        >>> from cadence.envs.utils import ExplorationType, exploration_type, set_exploration_type
+        >>> exploration_type()
+        <InteractionType.RANDOM: 'random'>
+        >>> with set_exploration_type(ExplorationType.DETERMINISTIC):
+        ...     print(exploration_type() == ExplorationType.DETERMINISTIC)
+        True
+    """
+    current = interaction_type()
+    return DEFAULT_EXPLORATION_TYPE if current is None else current
+
+
+def _as_key_list(keys: NestedKey | Sequence[NestedKey] | None) -> list[NestedKey]:
+    if keys is None:
+        return []
+    if isinstance(keys, (str, tuple)):
+        return [keys]
+    return list(keys)
+
+
+def step_mdp(
+    tensordict: TensorDictBase,
+    next_tensordict: TensorDictBase | None = None,
+    keep_other: bool = True,
+    exclude_reward: bool = True,
+    exclude_done: bool = False,
+    exclude_action: bool = True,
+    reward_keys: NestedKey | Sequence[NestedKey] = "reward",
+    done_keys: NestedKey | Sequence[NestedKey] = "done",
+    action_keys: NestedKey | Sequence[NestedKey] = "action",
+) -> TensorDictBase:
+    """Builds the input of the next step from the output of the last one.
+
+    The entries under ``"next"`` move to the root. Rewards (and, if asked, actions
+    and done flags) are left out, and other root entries are kept when
+    ``keep_other`` is true (the ``"next"`` values win where both exist).
+
+    Args:
+        tensordict: a step's data, holding its results under ``"next"``.
+        next_tensordict: if given, the result is written into it (in place) too.
+        keep_other: keep the root entries that ``"next"`` does not hold.
+        exclude_reward: leave the reward keys out.
+        exclude_done: leave the done keys out.
+        exclude_action: leave the action keys out.
+        reward_keys: the reward key(s).
+        done_keys: the done key(s) (also ``"terminated"``/``"truncated"`` beside them).
+        action_keys: the action key(s).
+
+    Returns:
+        The tensordict of the next step.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> data = TensorDict({"obs": torch.zeros(2), "action": torch.ones(1), "hidden": torch.ones(1),
+        ...     "next": {"obs": torch.ones(2), "reward": torch.ones(1), "done": torch.zeros(1, dtype=torch.bool)}}, [])
+        >>> out = step_mdp(data)
+        >>> sorted(out.keys()), out["obs"].tolist()
+        (['done', 'hidden', 'obs'], [1.0, 1.0])
+    """
+    next_td = tensordict.get("next")
+    excluded: list[NestedKey] = []
+    if exclude_reward:
+        excluded += _as_key_list(reward_keys)
+    if exclude_done:
+        for key in _as_key_list(done_keys):
+            excluded.append(key)
+            prefix = key[:-1] if isinstance(key, tuple) else ()
+            excluded += [prefix + ("terminated",), prefix + ("truncated",)]
+    out = next_td.exclude(*excluded) if excluded else next_td.copy()
+    if keep_other:
+        root_excluded: list[NestedKey] = ["next"]
+        if exclude_action:
+            root_excluded += _as_key_list(action_keys)
+        root = tensordict.exclude(*root_excluded, *excluded)
+        root.update(out)
+        out = root
+    if next_tensordict is not None:
+        next_tensordict.update(out)
+        return next_tensordict
+    return out
+
+
+def terminated_or_truncated(
+    data: TensorDictBase,
+    full_done_spec: Composite | None = None,
+    key: str | None = "_reset",
+    write_full_false: bool = False,
+) -> bool:
+    """Aggregates the done signals of each done level into one mask.
+
+    For every level of ``data`` that holds ``"done"``, ``"terminated"`` or
+    ``"truncated"`` (or the levels of ``full_done_spec`` if given), the union of
+    the signals is written under ``key`` at that level.
+
+    Args:
+        data: the tensordict to read (and write the masks into).
+        full_done_spec: the env's done spec, to read the done levels from.
+        key: where to write each level's mask; ``None`` writes nothing.
+        write_full_false: also write masks that are all ``False``.
+
+    Returns:
+        Whether any level has a ``True`` entry.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> data = TensorDict({"terminated": torch.tensor([[False], [True]]),
+        ...     "truncated": torch.tensor([[False], [False]])}, [2])
+        >>> terminated_or_truncated(data)
+        True
+        >>> data["_reset"].squeeze(-1).tolist()
+        [False, True]
+    """
+    if full_done_spec is not None:
+        leaves = list(full_done_spec.keys(include_nested=True, leaves_only=True))
+    else:
+        leaves = list(data.keys(include_nested=True, leaves_only=True))
+    prefixes: dict[tuple[str, ...], None] = {}
+    for leaf in leaves:
+        leaf = (leaf,) if isinstance(leaf, str) else leaf
+        if leaf[-1] in ("done", "terminated", "truncated"):
+            prefixes[leaf[:-1]] = None
+    any_true = False
+    for prefix in prefixes:
+        mask = None
+        for name in ("done", "terminated", "truncated"):
+            value = data.get(prefix + (name,), None)
+            if value is not None:
+                mask = value.clone() if mask is None else mask | value
+        if mask is None:
+            continue
+        level_any = bool(mask.any())
+        any_true = any_true or level_any
+        if key is not None and (level_any or write_full_false):
+            data.set(prefix + (key,), mask)
+    return any_true
+
+
+def make_composite_from_td(data: TensorDictBase, unsqueeze_null_shapes: bool = True) -> Composite:
+    """Builds a ``Composite`` whose leaves are ``Unbounded`` specs shaped like ``data``.
+
+    Args:
+        data: the tensordict to describe.
+        unsqueeze_null_shapes: give leaves that have no dimension beyond the batch
+            a trailing dimension of one (as rewards and done flags have).
+
+    Returns:
+        A Composite with the shape of ``data.batch_size``.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> spec = make_composite_from_td(TensorDict({"obs": torch.zeros(4, 3), "n": {"x": torch.zeros(4, dtype=torch.long)}}, [4]))
+        >>> spec["obs"].shape, spec["n", "x"].shape, spec["n", "x"].dtype
+        (torch.Size([4, 3]), torch.Size([4, 1]), torch.int64)
+    """
+    children: dict[str, TensorSpec] = {}
+    for key, value in data.items():
+        if isinstance(value, TensorDictBase):
+            children[key] = make_composite_from_td(value, unsqueeze_null_shapes)
+        else:
+            shape = value.shape
+            if unsqueeze_null_shapes and len(shape) == data.batch_dims:
+                shape = torch.Size([*shape, 1])
+            children[key] = Unbounded(shape=shape, dtype=value.dtype, device=value.device)
+    return Composite(children, shape=data.batch_size)
+
+
+class SpecCheckError(AssertionError):
+    """Raised by ``check_env_specs`` when real data disagrees with the specs.
+
+    It is an ``AssertionError``, as the reference documentation promises.
+
+    Examples:
+        >>> issubclass(SpecCheckError, AssertionError)
+        True
+    """
+
+
+def _shapes_agree(spec_shape: torch.Size, shape: torch.Size) -> bool:
+    if len(spec_shape) != len(shape):
+        return False
+    return all(expected in (-1, got) for expected, got in zip(spec_shape, shape))
+
+
+def check_env_specs(
+    env: EnvBase,
+    return_contiguous: bool = True,
+    check_dtype: bool = True,
+    seed: int | None = None,
+    tensordict: TensorDictBase | None = None,
+    break_when_any_done: bool | str = False,
+) -> None:
+    """Checks the specs of an env against the data of a short rollout.
+
+    A three-step rollout is compared, key by key, with ``env.fake_tensordict()``:
+    the same keys, the same shapes (``-1`` spec dims match any size) and, with
+    ``check_dtype``, the same dtypes. Values must also lie in their specs.
+
+    Args:
+        env: the env to check.
+        return_contiguous: passed to ``rollout`` (``False`` for dynamic specs).
+        check_dtype: compare dtypes too.
+        seed: if given, the env is seeded first.
+        tensordict: an optional input for the rollout's reset.
+        break_when_any_done: passed to ``rollout``.
+
+    Raises:
+        SpecCheckError: naming the key, what the specs say and what came.
+
+    Examples:
+        >>> from cadence.envs.custom import PendulumEnv
+        >>> check_env_specs(PendulumEnv(), seed=0)
+    """
+    if seed is not None:
+        env.set_seed(seed)
+    fake = env.fake_tensordict()
+    rollout = env.rollout(
+        3,
+        return_contiguous=return_contiguous,
+        tensordict=tensordict,
+        break_when_any_done=bool(break_when_any_done),
+        auto_reset=True,
+    )
+    step = rollout[..., 0]
+    fake_keys = set(fake.keys(include_nested=True, leaves_only=True))
+    real_keys = set(step.keys(include_nested=True, leaves_only=True))
+    if fake_keys != real_keys:
+        missing = sorted(map(str, fake_keys - real_keys))
+        extra = sorted(map(str, real_keys - fake_keys))
+        raise SpecCheckError(
+            f"The env's data and specs hold different keys: in the specs but not in the data: "
+            f"{missing}; in the data but not in the specs: {extra}."
+        )
+    specs = env._step_spec()
+    for key in sorted(fake_keys, key=str):
+        expected, got = fake.get(key), step.get(key)
+        spec = specs[key]
+        if not _shapes_agree(spec.shape, got.shape):
+            raise SpecCheckError(
+                f"Key {key!r}: the spec has shape {tuple(spec.shape)} but the env produced "
+                f"shape {tuple(got.shape)}."
+            )
+        if check_dtype and expected.dtype != got.dtype:
+            raise SpecCheckError(
+                f"Key {key!r}: the spec has dtype {expected.dtype} but the env produced dtype {got.dtype}."
+            )
+    for t in range(rollout.batch_size[-1]):
+        step = rollout[..., t]
+        for key in sorted(fake_keys, key=str):
+            if not specs[key].is_in(step.get(key)):
+                raise SpecCheckError(
+                    f"Key {key!r}: the env produced values outside its spec {specs[key]!r} at step {t}."
+                )
+
+
+class RandomPolicy:
+    """A policy that writes random actions drawn from an action spec.
+
+    Args:
+        action_spec: the spec to sample from (a leaf or a Composite of actions).
+        action_key: where to write the action when ``action_spec`` is a leaf.
+        generator: the random generator to draw with; a fresh one seeded with
+            ``0`` if not given, so runs repeat exactly.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> from cadence.data import Bounded
+        >>> policy = RandomPolicy(Bounded(-1.0, 1.0, shape=(2,)), generator=torch.Generator().manual_seed(0))
+        >>> policy(TensorDict({}, []))["action"].shape
+        torch.Size([2])
+    """
+
+    def __init__(
+        self,
+        action_spec: TensorSpec,
+        action_key: NestedKey = "action",
+        generator: torch.Generator | None = None,
+    ) -> None:
+        self.action_spec = action_spec
+        self.action_key = action_key
+        self.generator = generator if generator is not None else torch.Generator().manual_seed(0)
+
+    def __call__(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Writes a random action into ``tensordict`` and returns it."""
+        if isinstance(self.action_spec, Composite):
+            tensordict.update(self.action_spec.rand(generator=self.generator))
+        else:
+            tensordict.set(self.action_key, self.action_spec.rand(generator=self.generator))
+        return tensordict

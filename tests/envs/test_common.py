@@ -1,0 +1,456 @@
+"""EnvBase: specs, done completion, partial resets, rollouts, the seed's examples."""
+
+from __future__ import annotations
+
+import pickle
+from typing import Optional
+
+import pytest
+import torch
+from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
+
+from cadence.data import Binary, Bounded, Categorical, Composite, Unbounded
+from cadence.envs import EnvBase, EnvMetaData, PendulumEnv
+from tests.fakes import CountingEnv, MultiLevelZerosEnv
+
+
+# ---------------------------------------------------------------- specs and keys
+def test_default_specs_are_completed():
+    env = CountingEnv()
+    assert env.done_keys == ["done", "terminated"]
+    assert env.reward_key == "reward"
+    assert env.reward_spec.shape == torch.Size([1])
+    assert isinstance(env.done_spec, Composite)
+    assert env.done_spec["terminated"].dtype == torch.bool
+    assert set(env.input_spec.keys()) == {"full_action_spec", "full_state_spec"}
+    assert set(env.output_spec.keys()) == {"full_observation_spec", "full_reward_spec", "full_done_spec"}
+
+
+def test_input_and_output_specs_are_locked():
+    env = CountingEnv()
+    with pytest.raises(Exception):
+        env.output_spec["full_reward_spec"] = Composite()
+    with pytest.raises(Exception):
+        env.input_spec["full_action_spec"] = Composite()
+
+
+def test_spec_shapes_must_start_with_the_batch_size():
+    env = CountingEnv(batch_size=(3,))
+    with pytest.raises(ValueError, match=r"count.*\(1,\).*batch size \(3,\)"):
+        env.observation_spec = Composite(count=Unbounded(shape=(1,)))
+
+
+def test_lone_truncated_spec_gets_done_and_terminated():
+    env = CountingEnv()
+    env.full_done_spec = Composite(truncated=Categorical(2, shape=(1,), dtype=torch.bool))
+    assert set(env.done_keys) == {"done", "terminated", "truncated"}
+
+
+def test_multi_agent_specs_as_in_the_seed():
+    # The seed's "Example of multi-agent spec creation", run as written.
+    class MultiAgentEnv(EnvBase):
+        def __init__(self, n_agents: int = 3):
+            super().__init__()
+            self.n_agents = n_agents
+
+        def _reset(self, tensordict):
+            return TensorDict({("agents", "observation"): torch.zeros(self.n_agents, 4)}, [])
+
+        def _step(self, tensordict):
+            action = tensordict["agents", "action"]
+            return TensorDict(
+                {
+                    ("agents", "observation"): torch.ones(self.n_agents, 4),
+                    ("agents", "reward"): action.sum(-1, keepdim=True),
+                    "done": torch.zeros(1, dtype=torch.bool),
+                },
+                [],
+            )
+
+    env = MultiAgentEnv()
+    agent_i_action_spec = Bounded(-1.0, 1.0, shape=(2,))
+    agent_i_reward_spec = Unbounded(shape=(1,))
+    agent_i_observation_spec = Unbounded(shape=(4,))
+    action_specs = []
+    observation_specs = []
+    reward_specs = []
+    info_specs = []  # noqa: F841 - as in the seed
+    for i in range(env.n_agents):
+        action_specs.append(agent_i_action_spec)
+        reward_specs.append(agent_i_reward_spec)
+        observation_specs.append(agent_i_observation_spec)
+    env.action_spec = Composite({"agents": Composite({"action": torch.stack(action_specs)}, shape=(env.n_agents,))})
+    env.reward_spec = Composite({"agents": Composite({"reward": torch.stack(reward_specs)}, shape=(env.n_agents,))})
+    env.observation_spec = Composite(
+        {"agents": Composite({"observation": torch.stack(observation_specs)}, shape=(env.n_agents,))}
+    )
+    env.done_spec = Categorical(n=2, shape=torch.Size((1,)), dtype=torch.bool)
+
+    assert env.action_key == ("agents", "action")
+    assert env.reward_key == ("agents", "reward")
+    assert env.reward_spec == torch.stack(reward_specs)
+    assert env.reward_spec == env.output_spec["full_reward_spec"][env.reward_key]
+    assert env.action_spec.shape == torch.Size([3, 2])
+    assert env.output_spec["full_reward_spec"]["agents"].shape == torch.Size([3])
+    data = env.rand_step()
+    assert data["agents", "action"].shape == torch.Size([3, 2])
+    assert data["next", "agents", "reward"].shape == torch.Size([3, 1])
+    assert data["next", "terminated"].shape == torch.Size([1])
+    rollout = env.rollout(4)
+    assert rollout["next", "agents", "observation"].shape == torch.Size([4, 3, 4])
+
+
+# ---------------------------------------------------------------- step
+def test_step_writes_under_next_and_completes_done():
+    env = CountingEnv(max_count=2)
+    data = env.step(env.rand_action(env.reset()))
+    assert "next" in data.keys()
+    assert not data["next", "done"].any()
+    data = env.step(env.rand_action(env._step_mdp(data)))
+    assert data["next", "done"].all() and data["next", "terminated"].all()
+
+
+def test_step_without_action_names_the_key():
+    env = CountingEnv()
+    with pytest.raises(KeyError, match="'action'.*Bounded"):
+        env.step(env.reset())
+
+
+def test_step_with_wrong_shape_names_key_spec_and_shape():
+    env = CountingEnv()
+    data = env.reset()
+    data["action"] = torch.zeros(3)
+    with pytest.raises(ValueError, match=r"'action'.*expected shape \(1,\).*got \(3,\)"):
+        env.step(data)
+
+
+def test_step_with_wrong_dtype_names_key_and_dtypes():
+    env = CountingEnv()
+    data = env.reset()
+    data["action"] = torch.zeros(1, dtype=torch.float64)
+    with pytest.raises(TypeError, match=r"'action'.*torch.float32.*torch.float64"):
+        env.step(data)
+
+
+def test_value_checks_only_with_run_type_checks():
+    env = CountingEnv()
+    data = env.reset()
+    data["action"] = torch.full((1,), 5.0)
+    env.step(data)  # ranges are not checked by default
+    env.run_type_checks = True
+    data = env.reset()
+    data["action"] = torch.full((1,), 5.0)
+    with pytest.raises(ValueError, match="'action'.*outside"):
+        env.step(data)
+
+
+def test_batch_locked_env_rejects_other_batch_sizes():
+    env = CountingEnv(batch_size=(2,))
+    with pytest.raises(ValueError, match=r"batch size \(3,\)"):
+        env.step(TensorDict({"action": torch.zeros(3, 1)}, [3]))
+
+
+def test_truncated_only_output_is_done_not_terminated():
+    class TruncatingEnv(CountingEnv):
+        def _step(self, tensordict):
+            out = super()._step(tensordict)
+            done = out.pop("done")
+            out["truncated"] = done
+            return out
+
+    env = TruncatingEnv(max_count=1)
+    env.full_done_spec = Composite(
+        done=Categorical(2, shape=(1,), dtype=torch.bool), truncated=Categorical(2, shape=(1,), dtype=torch.bool)
+    )
+    data = env.rand_step()
+    assert data["next", "done"].all() and data["next", "truncated"].all()
+    assert not data["next", "terminated"].any()
+
+
+# ---------------------------------------------------------------- reset and "_reset"
+def test_seed_reset_examples():
+    env = MultiLevelZerosEnv()
+    # single reset at the root
+    data = TensorDict({"val": [1, 1], "_reset": [False, True]}, [])
+    env.reset(data)
+    assert data.get("val").tolist() == [1, 0]
+    assert "_reset" not in data.keys()
+    # nested resets
+    data = TensorDict({
+        ("agent0", "val"): [1, 1], ("agent0", "_reset"): [False, True],
+        ("agent1", "val"): [2, 2], ("agent1", "_reset"): [True, False],
+    }, [])
+    env.reset(data)
+    assert data.get(("agent0", "val")).tolist() == [1, 0]
+    assert data.get(("agent1", "val")).tolist() == [0, 2]
+    # nested resets are overridden by a "_reset" at the root
+    data = TensorDict({
+        "_reset": [True, True],
+        ("agent0", "val"): [1, 1], ("agent0", "_reset"): [False, True],
+        ("agent1", "val"): [2, 2], ("agent1", "_reset"): [True, False],
+    }, [])
+    env.reset(data)
+    assert data.get(("agent0", "val")).tolist() == [0, 0]
+    assert data.get(("agent1", "val")).tolist() == [0, 0]
+    assert "_reset" not in data.keys(include_nested=True, leaves_only=True)
+
+
+def test_reset_passes_the_reset_masks_to_the_subclass():
+    env = MultiLevelZerosEnv()
+    env.reset(TensorDict({"val": [1, 1], "_reset": [False, True]}, []))
+    assert env.reset_inputs[-1]["_reset"].tolist() == [False, True]
+
+
+def test_reset_fills_missing_done_flags_and_rejects_done_after_reset():
+    env = CountingEnv()
+    out = env.reset()
+    assert set(out.keys()) == {"count", "done", "terminated"}
+
+    class DoneAtReset(CountingEnv):
+        def _reset(self, tensordict):
+            out = super()._reset(tensordict)
+            out["done"] = torch.ones(1, dtype=torch.bool)
+            return out
+
+    with pytest.raises(RuntimeError, match="done.*right after a reset"):
+        DoneAtReset().reset()
+    DoneAtReset().__class__  # constructing is fine
+    env = DoneAtReset()
+    env.allow_done_after_reset = True
+    assert env.reset()["done"].all()
+
+
+def test_partial_reset_of_a_batched_env():
+    env = CountingEnv(batch_size=(3,), max_count=100)
+    data = env.reset()
+    for _ in range(2):
+        data = env._step_mdp(env.step(env.rand_action(data)))
+    data["_reset"] = torch.tensor([[True], [False], [True]])
+    out = env.reset(data)
+    assert out["count"].squeeze(-1).tolist() == [0.0, 2.0, 0.0]
+
+
+# ---------------------------------------------------------------- step_and_maybe_reset
+def test_step_and_maybe_reset_loop_as_in_the_seed():
+    env = CountingEnv(max_count=3, with_action=False)  # an env that needs no action
+    N = 7
+    data_ = env.reset()
+    result = []
+    for i in range(N):
+        data, data_ = env.step_and_maybe_reset(data_)
+        result.append(data)
+    result = torch.stack(result)
+    assert result["next", "count"].squeeze(-1).tolist() == [1, 2, 3, 1, 2, 3, 1]
+    assert result["count"].squeeze(-1).tolist() == [0, 1, 2, 0, 1, 2, 0]
+    assert result["next", "done"].squeeze(-1).tolist() == [False, False, True] * 2 + [False]
+    assert not result["done"].any()
+
+
+def test_step_and_maybe_reset_resets_only_the_done_components():
+    env = CountingEnv(batch_size=(2,), max_count=2)
+    data_ = env.reset()
+    data_["count"] = torch.tensor([[0.0], [1.0]])
+    env.count = data_["count"].clone()
+    data, data_ = env.step_and_maybe_reset(env.rand_action(data_))
+    assert data["next", "done"].squeeze(-1).tolist() == [False, True]
+    assert data_["count"].squeeze(-1).tolist() == [1.0, 0.0]
+    assert not data_["done"].any()
+
+
+# ---------------------------------------------------------------- rollout
+def test_rollout_shapes_names_and_break():
+    env = CountingEnv(max_count=4)
+    data = env.rollout(10)
+    assert data.batch_size == torch.Size([4]) and data.names == ["time"]
+    data = env.rollout(10, break_when_any_done=False)
+    assert data.batch_size == torch.Size([10])
+    assert data["next", "done"].squeeze(-1).tolist() == ([False] * 3 + [True]) * 2 + [False] * 2
+
+
+def test_rollout_of_a_batched_env_puts_time_last():
+    env = CountingEnv(batch_size=(2, 3), max_count=3)
+    data = env.rollout(5, break_when_any_done=False)
+    assert data.batch_size == torch.Size([2, 3, 5])
+    assert data.names == [None, None, "time"]
+
+
+def test_rollout_break_when_all_done():
+    env = CountingEnv(batch_size=(2,), max_count=3)
+    env.reset()
+    data = env.rollout(10, break_when_any_done=False, break_when_all_done=True)
+    assert data.batch_size == torch.Size([2, 3])
+
+
+def test_rollout_with_policy_and_callback():
+    env = CountingEnv(max_count=100)
+    seen = []
+
+    def policy(td: TensorDictBase) -> TensorDictBase:
+        return td.set("action", torch.full((1,), 0.5))
+
+    data = env.rollout(5, policy, callback=lambda e, td: seen.append(td["next", "count"].item()))
+    assert (data["action"] == 0.5).all()
+    assert seen == [1.0, 2.0, 3.0, 4.0, 5.0]
+
+
+def test_rollout_without_auto_reset_continues_from_the_given_input():
+    env = CountingEnv(max_count=100)
+    first = env.rollout(3)
+    last = env._step_mdp(first[-1])
+    data = env.rollout(2, auto_reset=False, tensordict=last)
+    assert data["next", "count"].squeeze(-1).tolist() == [4.0, 5.0]
+    with pytest.raises(ValueError, match="auto_reset=False"):
+        env.rollout(2, auto_reset=False)
+
+
+def test_rollout_set_truncated():
+    env = CountingEnv(max_count=100)
+    env.full_done_spec = Composite(
+        done=Categorical(2, shape=(1,), dtype=torch.bool), terminated=Categorical(2, shape=(1,), dtype=torch.bool),
+        truncated=Categorical(2, shape=(1,), dtype=torch.bool),
+    )
+    data = env.rollout(4, set_truncated=True)
+    assert data["next", "truncated"].squeeze(-1).tolist() == [False, False, False, True]
+    assert data["next", "done"][-1].all()
+    with pytest.raises(RuntimeError, match="truncated"):
+        CountingEnv().rollout(2, set_truncated=True)
+
+
+def test_rollout_matches_a_hand_written_loop():
+    env = PendulumEnv()
+    env.set_seed(3)
+    data = env.rollout(20)
+    env.set_seed(3)
+    td = env.reset()
+    steps = []
+    for _ in range(20):
+        td = env.rand_action(td)
+        env.step(td)
+        steps.append(td)
+        td = env._step_mdp(td)
+    expected = torch.stack(steps)
+    assert (data == expected).all()
+
+
+def test_dynamic_spec_env_as_in_the_seed():
+    class EnvWithDynamicSpec(EnvBase):
+        def __init__(self, max_count=5):
+            super().__init__(batch_size=())
+            self.observation_spec = Composite(
+                observation=Unbounded(shape=(3, -1, 2)),
+            )
+            self.action_spec = Bounded(low=-1, high=1, shape=(2,))
+            self.full_done_spec = Composite(
+                done=Binary(1, shape=(1,), dtype=torch.bool),
+                terminated=Binary(1, shape=(1,), dtype=torch.bool),
+                truncated=Binary(1, shape=(1,), dtype=torch.bool),
+            )
+            self.reward_spec = Unbounded((1,), dtype=torch.float)
+            self.count = 0
+            self.max_count = max_count
+
+        def _reset(self, tensordict=None):
+            self.count = 0
+            data = TensorDict(
+                {
+                    "observation": torch.full(
+                        (3, self.count + 1, 2),
+                        self.count,
+                        dtype=self.observation_spec["observation"].dtype,
+                    )
+                }
+            )
+            data.update(self.done_spec.zero())
+            return data
+
+        def _step(
+            self,
+            tensordict: TensorDictBase,
+        ) -> TensorDictBase:
+            self.count += 1
+            done = self.count >= self.max_count
+            observation = TensorDict(
+                {
+                    "observation": torch.full(
+                        (3, self.count + 1, 2),
+                        self.count,
+                        dtype=self.observation_spec["observation"].dtype,
+                    )
+                }
+            )
+            done = self.full_done_spec.zero() | done
+            reward = self.full_reward_spec.zero()
+            return observation.update(done).update(reward)
+
+        def _set_seed(self, seed: Optional[int]):
+            self.manual_seed = seed
+            return seed
+
+    env = EnvWithDynamicSpec()
+    data = env.rollout(5, return_contiguous=False)
+    assert isinstance(data, LazyStackedTensorDict)
+    assert data.batch_size == torch.Size([5])
+    assert isinstance(data["next"], LazyStackedTensorDict)
+    assert set(data.keys()) == {"action", "done", "next", "observation", "terminated", "truncated"}
+    assert set(data["next"].keys()) == {"done", "observation", "reward", "terminated", "truncated"}
+    assert data["action"].shape == torch.Size([5, 2])
+    assert data[4]["next", "observation"].shape == torch.Size([3, 6, 2])
+    assert data["next", "done"].squeeze(-1).tolist() == [False] * 4 + [True]
+    # a contiguous rollout is not possible: the env's dynamic dims make it lazy anyway
+    assert isinstance(env.rollout(5), LazyStackedTensorDict)
+    from cadence.envs import check_env_specs
+
+    check_env_specs(env, return_contiguous=False)
+
+
+# ---------------------------------------------------------------- seeding, metadata, misc
+def test_set_seed_returns_the_next_seed_deterministically():
+    env = CountingEnv()
+    first = env.set_seed(0)
+    assert first == CountingEnv().set_seed(0)
+    assert env.set_seed(first) != first
+    assert env.set_seed(5, static_seed=True) == 5
+
+
+def test_seeded_random_actions_repeat():
+    env = CountingEnv(max_count=100)
+    env.set_seed(1)
+    a = env.rollout(5)["action"]
+    env.set_seed(1)
+    b = env.rollout(5)["action"]
+    env.set_seed(2)
+    c = env.rollout(5)["action"]
+    assert torch.equal(a, b) and not torch.equal(a, c)
+
+
+def test_fake_tensordict_matches_a_step():
+    env = CountingEnv(batch_size=(2,))
+    fake = env.fake_tensordict()
+    step = env.rand_step()
+    assert set(fake.keys(True, True)) == set(step.keys(True, True))
+    for key in fake.keys(True, True):
+        assert fake[key].shape == step[key].shape and fake[key].dtype == step[key].dtype
+
+
+def test_env_metadata_pickles_and_expands():
+    meta = EnvMetaData.metadata_from_env(CountingEnv())
+    meta = pickle.loads(pickle.dumps(meta))
+    assert meta.batch_size == torch.Size([])
+    expanded = meta.expand(4)
+    assert expanded.batch_size == torch.Size([4])
+    assert expanded.tensordict["next", "count"].shape == torch.Size([4, 1])
+
+
+def test_subclass_without_step_fails_at_construction():
+    class Incomplete(EnvBase):
+        def _reset(self, tensordict):
+            return TensorDict({}, [])
+
+    with pytest.raises(TypeError, match="_step"):
+        Incomplete()
+
+
+def test_to_moves_specs_and_device():
+    env = CountingEnv().to("cpu")
+    assert env.device == torch.device("cpu")
+    assert env.observation_spec["count"].device == torch.device("cpu")

@@ -1,0 +1,72 @@
+"""Small envs built from specs, shared by the tests."""
+
+from __future__ import annotations
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+
+from cadence.data import Bounded, Categorical, Composite, Unbounded
+from cadence.envs import EnvBase
+
+
+class CountingEnv(EnvBase):
+    """Counts its steps; terminates after ``max_count`` of them. Takes an action in [-1, 1]
+    (ignored) unless ``with_action=False``, in which case it needs no input at all."""
+
+    def __init__(self, max_count: int = 5, batch_size: tuple[int, ...] = (), with_action: bool = True) -> None:
+        super().__init__(batch_size=batch_size)
+        self.max_count = max_count
+        self.observation_spec = Composite(count=Unbounded(shape=(*batch_size, 1)), shape=batch_size)
+        if with_action:
+            self.action_spec = Bounded(-1.0, 1.0, shape=(*batch_size, 1))
+        self.count = torch.zeros(*batch_size, 1)
+
+    def _reset(self, tensordict: TensorDictBase | None) -> TensorDictBase:
+        mask = None if tensordict is None else tensordict.get("_reset", None)
+        if mask is None:
+            self.count = torch.zeros(*self.batch_size, 1)
+        else:
+            self.count = torch.where(mask, torch.zeros_like(self.count), self.count)
+        return TensorDict({"count": self.count.clone()}, self.batch_size)
+
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        self.count = self.count + 1
+        return TensorDict(
+            {"count": self.count.clone(), "reward": torch.ones(*self.batch_size, 1), "done": self.count >= self.max_count},
+            self.batch_size,
+        )
+
+
+class MultiLevelZerosEnv(EnvBase):
+    """Returns zeros after a reset, at the root and for two agents, each with its own
+    done signals of shape (2,): the env of the reference's ``"_reset"`` examples."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        val = Unbounded(shape=(2,), dtype=torch.long)
+        flag = Categorical(2, shape=(2,), dtype=torch.bool)
+        self.observation_spec = Composite(
+            val=val, agent0=Composite(val=val.clone()), agent1=Composite(val=val.clone())
+        )
+        self.action_spec = Unbounded(shape=(2,))
+        self.full_done_spec = Composite(
+            done=flag, terminated=flag.clone(),
+            agent0=Composite(done=flag.clone(), terminated=flag.clone()),
+            agent1=Composite(done=flag.clone(), terminated=flag.clone()),
+        )
+        self.reset_inputs: list[TensorDictBase | None] = []
+
+    def _reset(self, tensordict: TensorDictBase | None) -> TensorDictBase:
+        self.reset_inputs.append(None if tensordict is None else tensordict.clone())
+        zeros = torch.zeros(2, dtype=torch.long)
+        return TensorDict(
+            {"val": zeros, ("agent0", "val"): zeros.clone(), ("agent1", "val"): zeros.clone()}, []
+        )
+
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        out = tensordict.select("val", ("agent0", "val"), ("agent1", "val")).apply(lambda v: v + 1)
+        no = torch.zeros(2, dtype=torch.bool)
+        out.set("reward", torch.zeros(1))
+        for prefix in ((), ("agent0",), ("agent1",)):
+            out.set(prefix + ("done",), no.clone())
+        return out
