@@ -203,7 +203,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"round {round_index + 1}/{args.rounds}  {case:<12} {who:<8} {speed:12,.0f} steps/s", flush=True)
     print()
 
-    header = f"| {'case':<12} | {'bare steps/s':>13} | {'cadence steps/s':>15} | {'torchrl steps/s':>15} | {'cadence/bare':>12} | {'torchrl/bare':>12} |"
+    columns = ("bare steps/s", "cadence steps/s", "torchrl steps/s", "cadence/bare", "torchrl/bare")
+    widths = (13, 15, 15, 12, 12)
+    header = f"| {'case':<12} | " + " | ".join(f"{c:>{w}}" for c, w in zip(columns, widths)) + " |"
     print(header)
     print("|" + "|".join("-" * len(cell) for cell in header.split("|")[1:-1]) + "|")
     for case, by_who in results.items():

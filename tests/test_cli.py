@@ -33,7 +33,9 @@ def test_demo_output(capsys: pytest.CaptureFixture[str]) -> None:
     assert "CartPole-v1, 200 steps" in out
     speeds = {
         name: float(value.replace(",", ""))
-        for name, value in re.findall(r"^(bare gymnasium loop|cadence GymEnv\.rollout)\s+([\d,]+) steps/s$", out, re.MULTILINE)
+        for name, value in re.findall(
+            r"^(bare gymnasium loop|cadence GymEnv\.rollout)\s+([\d,]+) steps/s$", out, re.MULTILINE
+        )
     }
     assert set(speeds) == {"bare gymnasium loop", "cadence GymEnv.rollout"}
     assert all(speed > 0 for speed in speeds.values())

@@ -105,8 +105,8 @@ class PendulumEnv(EnvBase):
             ``"params"`` sub-tensordict itself). They shape the specs and are used
             by :meth:`reset` whenever its input carries no ``"params"``. Defaults
             to ``gen_params()``.
-        seed: seed of :attr:`rng`. If ``None``, a non-deterministic seed is drawn
-            from the operating system.
+        seed: seed of :attr:`rng`. If ``None``, the generator keeps its fixed
+            default seed, so an unseeded env is reproducible too.
         device: the device of the specs and of the data.
         batch_size: the batch size of the environment. Defaults to the batch size
             of ``td_params`` when given, else to ``()``.
@@ -167,9 +167,7 @@ class PendulumEnv(EnvBase):
         self._make_specs(td_params)
         # Initial states are drawn on the env's device, so the generator lives there.
         self.rng = torch.Generator(device=self._rng_device)
-        if seed is None:
-            self.rng.seed()
-        else:
+        if seed is not None:
             self.set_seed(seed)
 
     # ------------------------------------------------------------------ params
@@ -290,14 +288,6 @@ class PendulumEnv(EnvBase):
     @property
     def _rng_device(self) -> torch.device:
         return self.device if self.device is not None else torch.device("cpu")
-
-    def _set_seed(self, seed: int | None) -> None:
-        """Seeds :attr:`rng`, the generator of the initial states.
-
-        ``None`` leaves the generator as it is, as :meth:`set_seed` promises.
-        """
-        if seed is not None:
-            self.rng.manual_seed(int(seed))
 
     def to(self, *args: Any, **kwargs: Any) -> PendulumEnv:
         """Moves the env, its default params and its generator to another device.

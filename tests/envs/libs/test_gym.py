@@ -1,0 +1,254 @@
+"""GymEnv / GymWrapper: specs from spaces, single and vector envs, the fast rollout."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import gymnasium
+import numpy as np
+import pytest
+import torch
+from tensordict import TensorDict
+
+from cadence.data import Binary, Bounded, Categorical, Composite, MultiCategorical, MultiOneHot, NonTensor, OneHot
+from cadence.envs import check_env_specs
+from cadence.envs.gym_like import default_info_dict_reader
+from cadence.envs.libs.gym import GymEnv, GymWrapper, set_gym_backend, space_to_spec
+
+spaces = gymnasium.spaces
+
+
+class DictTupleEnv(gymnasium.Env):
+    """A tiny gymnasium env with Dict/Tuple observations and a MultiDiscrete action."""
+
+    observation_space = spaces.Dict(
+        {
+            "position": spaces.Box(-1.0, 1.0, (2,), dtype=np.float32),
+            "pair": spaces.Tuple((spaces.Discrete(3), spaces.MultiBinary(2))),
+        }
+    )
+    action_space = spaces.MultiDiscrete([2, 3])
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self._obs(), {"t": self.t}
+
+    def _obs(self):
+        return {"position": np.full(2, 0.1 * self.t, dtype=np.float32), "pair": (self.t % 3, np.array([1, 0], dtype=np.int8))}
+
+    def step(self, action):
+        assert self.action_space.contains(np.asarray(action)), action
+        self.t += 1
+        return self._obs(), float(action.sum()), self.t >= 4, False, {"t": self.t}
+
+
+# ---------------------------------------------------------------- spaces
+def test_space_to_spec_covers_the_gymnasium_spaces():
+    assert isinstance(space_to_spec(spaces.Box(-1, 1, (3,))), Bounded)
+    assert space_to_spec(spaces.Box(-np.inf, np.inf, (3,))).__class__.__name__ == "Unbounded"
+    assert isinstance(space_to_spec(spaces.Discrete(4)), Categorical)
+    assert isinstance(space_to_spec(spaces.Discrete(4), categorical_action_encoding=False), OneHot)
+    assert isinstance(space_to_spec(spaces.MultiDiscrete([2, 3])), MultiCategorical)
+    one_hot = space_to_spec(spaces.MultiDiscrete([2, 3]), categorical_action_encoding=False)
+    assert isinstance(one_hot, MultiOneHot) and one_hot.shape == torch.Size([5])
+    binary = space_to_spec(spaces.MultiBinary(4), torch.Size([2]))
+    assert isinstance(binary, Binary) and binary.shape == torch.Size([2, 4])
+    nested = space_to_spec(DictTupleEnv.observation_space)
+    assert isinstance(nested, Composite)
+    assert set(nested.keys(True, True)) == {"position", ("pair", "0"), ("pair", "1")}
+    assert isinstance(space_to_spec(spaces.Text(5)), NonTensor)
+    box = space_to_spec(spaces.Box(0, 255, (2, 2), dtype=np.uint8), torch.Size([3]))
+    assert box.dtype == torch.uint8 and box.shape == torch.Size([3, 2, 2])
+
+
+def test_dict_and_tuple_observations_and_multidiscrete_actions():
+    env = GymWrapper(DictTupleEnv(), categorical_action_encoding=True)
+    check_env_specs(env, seed=0)
+    data = env.rollout(10)
+    assert data.batch_size == torch.Size([4])
+    assert data["next", "pair", "0"].dtype == torch.long
+    assert data["next", "position"][-1].tolist() == pytest.approx([0.4, 0.4])
+    one_hot = GymWrapper(DictTupleEnv())
+    assert one_hot.rollout(3)["action"].shape == torch.Size([3, 5])
+
+
+# ---------------------------------------------------------------- single env
+def test_cartpole_specs_and_rollout():
+    env = GymEnv("CartPole-v1")
+    assert env.batch_size == torch.Size([])
+    assert isinstance(env.action_spec, OneHot)
+    assert env.observation_spec["observation"].shape == torch.Size([4])
+    assert set(env.done_keys) == {"done", "terminated", "truncated"}
+    check_env_specs(env, seed=0)
+    data = env.rollout(1000, break_when_any_done=False)
+    assert data.batch_size == torch.Size([1000]) and data.names == ["time"]
+    done = data["next", "done"].squeeze(-1)
+    assert done.any()
+    # after a done step, the next root observation is a fresh reset (small values)
+    after = data["observation"][1:][done[:-1]]
+    assert after.abs().max() <= 0.05
+
+
+def test_categorical_action_encoding():
+    env = GymEnv("CartPole-v1", categorical_action_encoding=True)
+    assert isinstance(env.action_spec, Categorical) and env.action_spec.shape == torch.Size([])
+    check_env_specs(env, seed=0)
+
+
+def test_make_kwargs_reach_the_env_and_attributes_are_forwarded():
+    env = GymEnv("Pendulum-v1", g=9.81)
+    assert env.g == 9.81
+    assert env.env_name == "Pendulum-v1"
+
+
+def test_seeding_repeats_the_rollout():
+    a, b = GymEnv("CartPole-v1"), GymEnv("CartPole-v1")
+    a.set_seed(7)
+    b.set_seed(7)
+    assert (a.rollout(50, break_when_any_done=False) == b.rollout(50, break_when_any_done=False)).all()
+    b.set_seed(8)
+    assert not torch.equal(a.rollout(5)["observation"], b.rollout(5)["observation"])
+
+
+@pytest.mark.parametrize("num_envs", [None, 3])
+@pytest.mark.parametrize("break_when_any_done", [True, False])
+def test_fast_rollout_equals_the_generic_path(num_envs, break_when_any_done):
+    fast_env = GymEnv("CartPole-v1", num_envs=num_envs)
+    fast_env.set_seed(0)
+    fast = fast_env.rollout(120, break_when_any_done=break_when_any_done)
+    slow_env = GymEnv("CartPole-v1", num_envs=num_envs)
+    slow_env.set_seed(0)
+    actions = iter(fast["action"].unbind(fast.batch_dims - 1))
+
+    def replay(td):
+        return td.set("action", next(actions))
+
+    slow = slow_env.rollout(120, replay, break_when_any_done=break_when_any_done)
+    assert fast.batch_size == slow.batch_size and fast.names == slow.names
+    assert set(fast.keys(True, True)) == set(slow.keys(True, True))
+    for key in fast.keys(True, True):
+        assert fast[key].dtype == slow[key].dtype, key
+        assert torch.equal(fast[key], slow[key]), key
+
+
+def test_fast_rollout_set_truncated():
+    data = GymEnv("CartPole-v1").rollout(5, set_truncated=True)
+    assert data["next", "truncated"][-1].all() and data["next", "done"][-1].all()
+
+
+def test_frame_skip_sums_rewards():
+    env = GymEnv("CartPole-v1", frame_skip=3)
+    env.set_seed(0)
+    data = env.rollout(3)
+    assert data["next", "reward"].max() <= 3 and data["next", "reward"][0].item() == 3.0
+
+
+def test_info_dict_reader():
+    env = GymWrapper(DictTupleEnv(), categorical_action_encoding=True)
+    env.set_info_dict_reader(default_info_dict_reader(["t"]))
+    data = env.rollout(4)
+    assert data["next", "t"].tolist() == [1.0, 2.0, 3.0, 4.0]
+    check_env_specs(env)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pygame") is None, reason="rendering needs pygame: pip install 'cadence[pixels]'")
+def test_from_pixels():
+    env = GymEnv("Pendulum-v1", from_pixels=True, pixels_only=True)
+    assert set(env.observation_spec.keys()) == {"pixels"}
+    data = env.rollout(2)
+    assert data["next", "pixels"].dtype == torch.uint8 and data["next", "pixels"].shape[-1] == 3
+    both = GymEnv("Pendulum-v1", from_pixels=True, pixels_only=False)
+    assert set(both.observation_spec.keys()) == {"pixels", "observation"}
+    check_env_specs(both)
+
+
+# ---------------------------------------------------------------- vector env
+def test_vector_env_is_one_batch():
+    env = GymEnv("CartPole-v1", num_envs=8)
+    assert env.batch_size == torch.Size([8])
+    assert env.action_spec.shape == torch.Size([8, 2])
+    check_env_specs(env, seed=0)
+    data = env.rollout(100, break_when_any_done=False)
+    assert data.batch_size == torch.Size([8, 100]) and data.names == [None, "time"]
+
+
+def test_vector_env_partial_reset_as_in_the_seed():
+    env = GymEnv("CartPole-v1", num_envs=4)
+    env.set_seed(0)
+    data = env.rollout(5, break_when_any_done=False)
+    last = env._step_mdp(data[:, -1])
+    tensordict = TensorDict({"_reset": [[True], [False], [True], [True]]}, [4])
+    tensordict.update(last.select("observation"))
+    out = env.reset(tensordict)  # eliminates the "_reset" entry
+    assert set(out.keys()) == {"observation", "done", "terminated", "truncated"}
+    assert "_reset" not in tensordict.keys()
+    assert out["done"].shape == torch.Size([4, 1])
+    assert torch.equal(out["observation"][1], last["observation"][1])
+    assert not torch.equal(out["observation"][0], last["observation"][0])
+
+
+def test_vector_wrapper_needs_disabled_autoreset():
+    with pytest.raises(ValueError, match="autoreset_mode"):
+        GymWrapper(gymnasium.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync"))
+
+
+# ---------------------------------------------------------------- errors
+def test_unknown_id_says_what_to_do():
+    with pytest.raises(ValueError, match="NoSuchEnv-v0.*registered"):
+        GymEnv("NoSuchEnv-v0")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mujoco") is not None, reason="mujoco is installed")
+def test_missing_backend_dependency_says_what_to_install():
+    with pytest.raises(ImportError, match="mujoco"):
+        GymEnv("HalfCheetah-v5")
+
+
+def test_step_with_a_wrong_action_shape_names_the_key():
+    env = GymEnv("Pendulum-v1")
+    data = env.reset()
+    data["action"] = torch.zeros(2)
+    with pytest.raises(ValueError, match=r"'action'.*\(1,\).*\(2,\)"):
+        env.step(data)
+
+
+# ---------------------------------------------------------------- the seed's auto-resetting env
+def _backends() -> list:
+    installed_gym = importlib.util.find_spec("gym") is not None
+    return [
+        "gymnasium",
+        pytest.param("gym", marks=pytest.mark.skipif(not installed_gym, reason="the 'gym' package is not installed")),
+    ]
+
+
+@pytest.mark.parametrize("backend", _backends())
+def test_auto_resetting_env_as_in_the_seed(backend):
+    class AutoResettingGymEnv(GymEnv):
+        def _step(self, tensordict):
+            tensordict = super()._step(tensordict)
+            if tensordict["done"].any():
+                td_reset = super().reset()
+                tensordict.update(td_reset.exclude(*self.done_keys))
+            return tensordict
+
+        def _reset(self, tensordict=None):
+            if tensordict is not None and "_reset" in tensordict:
+                return tensordict.copy()
+            return super()._reset(tensordict)
+
+    torch.manual_seed(0)
+    with set_gym_backend(backend):
+        env = AutoResettingGymEnv("CartPole-v1", auto_reset=True, auto_reset_replace=True)
+        env.set_seed(0)
+        r = env.rollout(30, break_when_any_done=False)
+    done = r["next", "done"].squeeze(-1)
+    assert done.any()
+    next_obs = r["next", "observation"]
+    # observation after reset are set as nan
+    assert torch.isnan(next_obs[done]).all()
+    assert not torch.isnan(next_obs[~done]).any()
+    # the step after a done starts from the new episode's first observation
+    first_of_episode = r["observation"][1:][done[:-1]]
+    assert not torch.isnan(first_of_episode).any() and first_of_episode.abs().max() <= 0.05
+    assert not r["done"].any()
