@@ -230,11 +230,11 @@ class _Dispatch:
         if cached is not None and cached[0] == implement_for._generation:
             get = sys.modules.get
             for name, seen in cached[1]:
-                if get(name) is not seen:
+                if get(name, _NOT_INSTALLED) is not seen:
                     break
             else:
                 return cached[2]
-        snapshot = tuple((name, sys.modules.get(name)) for name in self.module_names)
+        snapshot = tuple((name, sys.modules.get(name, _NOT_INSTALLED)) for name in self.module_names)
         func = self._choose()
         self.cached = (implement_for._generation, snapshot, func)
         return func

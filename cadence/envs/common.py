@@ -957,7 +957,15 @@ class _RolloutBuffer:
             if isinstance(target, list):
                 self._write(target, t, value, path + (key,))
             else:
-                target.select(self.time_dim, t).copy_(value)
+                slot = target.select(self.time_dim, t)
+                try:
+                    slot.copy_(value)
+                except RuntimeError as err:
+                    raise ValueError(
+                        f"Step {t} of the rollout has {path + (key,)!r} of shape {tuple(value.shape)} and dtype "
+                        f"{value.dtype}, but its first step had shape {tuple(slot.shape)} and dtype {slot.dtype}: "
+                        f"the env's data does not keep to its specs (check_env_specs(env) tells where)."
+                    ) from err
 
     def result(self, steps: int) -> TensorDictBase:
         if steps == self.data.batch_size[self.time_dim]:

@@ -257,7 +257,8 @@ def check_env_specs(
 
     Args:
         env: the env to check.
-        return_contiguous: passed to ``rollout`` (``False`` for dynamic specs).
+        return_contiguous: also check that a contiguous rollout stacks (skipped
+            for dynamic specs).
         check_dtype: compare dtypes too.
         seed: if given, the env is seeded first.
         tensordict: an optional input for the rollout's reset.
@@ -273,43 +274,42 @@ def check_env_specs(
     if seed is not None:
         env.set_seed(seed)
     fake = env.fake_tensordict()
+    # Steps are kept apart (a lazy stack) so that a step whose shapes differ from
+    # the first one's is reported by key rather than failing to stack.
     rollout = env.rollout(
         3,
-        return_contiguous=return_contiguous,
+        return_contiguous=False,
         tensordict=tensordict,
         break_when_any_done=bool(break_when_any_done),
         auto_reset=True,
     )
-    step = rollout[..., 0]
-    fake_keys = set(fake.keys(include_nested=True, leaves_only=True))
-    real_keys = set(step.keys(include_nested=True, leaves_only=True))
-    if fake_keys != real_keys:
-        missing = sorted(map(str, fake_keys - real_keys))
-        extra = sorted(map(str, real_keys - fake_keys))
-        raise SpecCheckError(
-            f"The env's data and specs hold different keys: in the specs but not in the data: "
-            f"{missing}; in the data but not in the specs: {extra}."
-        )
     specs = env._step_spec()
-    for key in sorted(fake_keys, key=str):
-        expected, got = fake.get(key), step.get(key)
-        spec = specs[key]
-        if not _shapes_agree(spec.shape, got.shape):
-            raise SpecCheckError(
-                f"Key {key!r}: the spec has shape {tuple(spec.shape)} but the env produced "
-                f"shape {tuple(got.shape)}."
-            )
-        if check_dtype and expected.dtype != got.dtype:
-            raise SpecCheckError(
-                f"Key {key!r}: the spec has dtype {expected.dtype} but the env produced dtype {got.dtype}."
-            )
     for t in range(rollout.batch_size[-1]):
         step = rollout[..., t]
+        real_keys = set(step.keys(include_nested=True, leaves_only=True))
+        fake_keys = set(fake.keys(include_nested=True, leaves_only=True))
+        if fake_keys != real_keys:
+            missing = sorted(map(str, fake_keys - real_keys))
+            extra = sorted(map(str, real_keys - fake_keys))
+            raise SpecCheckError(
+                f"The env's data and specs hold different keys at step {t}: in the specs but not in the "
+                f"data: {missing}; in the data but not in the specs: {extra}."
+            )
         for key in sorted(fake_keys, key=str):
-            if not specs[key].is_in(step.get(key)):
+            spec, got = specs[key], step.get(key)
+            if not _shapes_agree(spec.shape, got.shape):
                 raise SpecCheckError(
-                    f"Key {key!r}: the env produced values outside its spec {specs[key]!r} at step {t}."
+                    f"Key {key!r}: the spec has shape {tuple(spec.shape)} but the env produced "
+                    f"shape {tuple(got.shape)} at step {t}."
                 )
+            if check_dtype and spec.dtype != got.dtype:
+                raise SpecCheckError(
+                    f"Key {key!r}: the spec has dtype {spec.dtype} but the env produced dtype {got.dtype} at step {t}."
+                )
+            if not spec.is_in(got):
+                raise SpecCheckError(f"Key {key!r}: the env produced values outside its spec {spec!r} at step {t}.")
+    if return_contiguous and not env._has_dynamic_specs():
+        env.rollout(3, break_when_any_done=bool(break_when_any_done), tensordict=tensordict)
 
 
 class RandomPolicy:

@@ -1,0 +1,168 @@
+"""Helpers: step_mdp, terminated_or_truncated, check_env_specs, RandomPolicy, exploration."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from tensordict import TensorDict
+from tensordict.nn import TensorDictModule
+
+from cadence.data import Bounded, Composite, OneHot, Unbounded
+from cadence.envs import (
+    ExplorationType,
+    RandomPolicy,
+    check_env_specs,
+    exploration_type,
+    make_composite_from_td,
+    set_exploration_type,
+    step_mdp,
+    terminated_or_truncated,
+)
+from cadence.envs.utils import SpecCheckError
+from tests.fakes import CountingEnv
+
+
+def test_step_mdp_moves_next_up_and_drops_reward_and_action():
+    data = TensorDict(
+        {
+            "obs": torch.zeros(2),
+            "action": torch.ones(1),
+            "memory": torch.ones(3),
+            "next": {"obs": torch.ones(2), "reward": torch.ones(1), "done": torch.zeros(1, dtype=torch.bool)},
+        },
+        [],
+    )
+    out = step_mdp(data)
+    assert set(out.keys()) == {"obs", "memory", "done"}
+    assert out["obs"].tolist() == [1.0, 1.0]
+    assert set(step_mdp(data, keep_other=False).keys()) == {"obs", "done"}
+    assert set(step_mdp(data, exclude_done=True).keys()) == {"obs", "memory"}
+    assert "reward" in step_mdp(data, exclude_reward=False).keys()
+    assert "action" in step_mdp(data, exclude_action=False).keys()
+
+
+def test_step_mdp_nested_keys_and_target():
+    data = TensorDict(
+        {
+            ("agents", "action"): torch.ones(3, 2),
+            ("agents", "obs"): torch.zeros(3, 4),
+            "next": {("agents", "obs"): torch.ones(3, 4), ("agents", "reward"): torch.ones(3, 1)},
+        },
+        [],
+    )
+    target = TensorDict({}, [])
+    out = step_mdp(data, next_tensordict=target, reward_keys=[("agents", "reward")], action_keys=[("agents", "action")])
+    assert out is target
+    assert set(out.keys(True, True)) == {("agents", "obs")}
+
+
+def test_terminated_or_truncated_writes_a_mask_per_level():
+    data = TensorDict(
+        {
+            "done": torch.tensor([[False], [False]]),
+            ("agents", "terminated"): torch.tensor([[True], [False]]),
+            ("agents", "truncated"): torch.tensor([[False], [True]]),
+        },
+        [2],
+    )
+    assert terminated_or_truncated(data)
+    assert data["agents", "_reset"].squeeze(-1).tolist() == [True, True]
+    assert "_reset" not in data.keys()
+    quiet = TensorDict({"done": torch.zeros(2, 1, dtype=torch.bool)}, [2])
+    assert not terminated_or_truncated(quiet, write_full_false=True)
+    assert quiet["_reset"].shape == torch.Size([2, 1])
+
+
+def test_make_composite_from_td():
+    td = TensorDict({"obs": torch.zeros(4, 3), "nested": {"flag": torch.zeros(4, dtype=torch.bool)}}, [4])
+    spec = make_composite_from_td(td)
+    assert spec.shape == torch.Size([4])
+    assert isinstance(spec["obs"], Unbounded) and spec["obs"].shape == torch.Size([4, 3])
+    assert spec["nested", "flag"].shape == torch.Size([4, 1])
+    assert make_composite_from_td(td, unsqueeze_null_shapes=False)["nested", "flag"].shape == torch.Size([4])
+
+
+def test_check_env_specs_passes_on_a_correct_env():
+    check_env_specs(CountingEnv(batch_size=(3,)), seed=0)
+
+
+def test_check_env_specs_names_key_and_both_shapes():
+    class WrongShape(CountingEnv):
+        def _step(self, tensordict):
+            out = super()._step(tensordict)
+            out["count"] = torch.zeros(2)
+            return out
+
+    with pytest.raises(SpecCheckError, match=r"'count'.*shape \(1,\).*shape \(2,\)"):
+        check_env_specs(WrongShape())
+
+
+def test_check_env_specs_names_key_and_both_dtypes():
+    class WrongDtype(CountingEnv):
+        def _step(self, tensordict):
+            out = super()._step(tensordict)
+            out["count"] = out["count"].double()
+            return out
+
+    with pytest.raises(AssertionError, match=r"'count'.*torch.float32.*torch.float64"):
+        check_env_specs(WrongDtype())
+
+
+def test_check_env_specs_names_missing_and_extra_keys():
+    class ExtraKey(CountingEnv):
+        def _step(self, tensordict):
+            out = super()._step(tensordict)
+            out["surprise"] = torch.zeros(1)
+            return out
+
+    with pytest.raises(SpecCheckError, match="surprise"):
+        check_env_specs(ExtraKey())
+
+
+def test_check_env_specs_checks_ranges():
+    class OutOfRange(CountingEnv):
+        def __init__(self):
+            super().__init__()
+            self.observation_spec = Composite(count=Bounded(0.0, 1.5, shape=(1,)))
+
+    with pytest.raises(SpecCheckError, match="'count'.*outside"):
+        check_env_specs(OutOfRange())
+
+
+def test_random_policy_is_reproducible_and_handles_composites():
+    spec = OneHot(3)
+    first = RandomPolicy(spec, generator=torch.Generator().manual_seed(0))
+    second = RandomPolicy(spec, generator=torch.Generator().manual_seed(0))
+    for _ in range(5):
+        assert torch.equal(first(TensorDict({}, []))["action"], second(TensorDict({}, []))["action"])
+    composite = Composite(agents=Composite(action=Bounded(-1.0, 1.0, shape=(2, 2)), shape=(2,)))
+    out = RandomPolicy(composite)(TensorDict({}, []))
+    assert out["agents", "action"].shape == torch.Size([2, 2])
+
+
+def test_random_policy_drives_a_rollout():
+    env = CountingEnv(max_count=100)
+    data = env.rollout(4, RandomPolicy(env.action_spec))
+    assert data["action"].abs().max() <= 1.0
+
+
+def test_exploration_type_is_shared_with_tensordict_modules():
+    assert exploration_type() == ExplorationType.RANDOM
+
+    @set_exploration_type(ExplorationType.MODE)
+    def inside():
+        return exploration_type()
+
+    assert inside() == ExplorationType.MODE
+    with set_exploration_type(ExplorationType.DETERMINISTIC):
+        from tensordict.nn import interaction_type
+
+        assert interaction_type() == ExplorationType.DETERMINISTIC
+    assert exploration_type() == ExplorationType.RANDOM
+
+
+def test_tensordict_module_policy_in_a_rollout():
+    env = CountingEnv(max_count=100)
+    policy = TensorDictModule(lambda count: torch.tanh(count), in_keys=["count"], out_keys=["action"])
+    data = env.rollout(3, policy)
+    assert torch.allclose(data["action"], torch.tanh(data["count"]))
