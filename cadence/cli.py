@@ -99,7 +99,7 @@ def run_demo(
     Args:
         steps: steps of the CartPole speed measurement.
         rollout_steps: steps of each summarised rollout.
-        seed: the seed of every environment (and of torch's generator).
+        seed: the seed of every environment.
         out: where to print; ``None`` means standard output.
 
     Returns:
@@ -130,7 +130,6 @@ def run_demo(
         f"Cadence {cadence.__version__} demo (torch {torch.__version__}, "
         f"tensordict {tensordict.__version__}, gymnasium {gymnasium.__version__})"
     )
-    torch.manual_seed(seed)
     status = 0
     for title, make in (('GymEnv("Pendulum-v1")', lambda: GymEnv("Pendulum-v1")), ("PendulumEnv()", PendulumEnv)):
         say()
@@ -140,7 +139,7 @@ def run_demo(
             if not _summarise(env, rollout_steps, seed, say):
                 status = 1
         finally:
-            _close(env)
+            env.close()
 
     say()
     say(f"== rollout speed: CartPole-v1, {steps} steps, random actions ==")
@@ -179,12 +178,6 @@ def _key_name(key: str | tuple[str, ...]) -> str:
     return key if isinstance(key, str) else ".".join(key)
 
 
-def _close(env: Any) -> None:
-    close = getattr(env, "close", None)
-    if close is not None:
-        close()
-
-
 def _bare_gymnasium_steps_per_s(gymnasium: Any, steps: int, seed: int) -> float:
     """Steps per second of a plain gymnasium CartPole loop with random actions."""
     env = gymnasium.make("CartPole-v1")
@@ -212,7 +205,7 @@ def _cadence_steps_per_s(gym_env_cls: Any, steps: int, seed: int) -> float:
         env.rollout(steps, break_when_any_done=False)
         return steps / (time.perf_counter() - start)
     finally:
-        _close(env)
+        env.close()
 
 
 if __name__ == "__main__":  # pragma: no cover - ``python -m cadence.cli``

@@ -41,13 +41,13 @@ import numpy as np
 import torch
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
-from cadence.data import Categorical, Composite, TensorSpec, Unbounded
+from cadence.data import Composite, TensorSpec, Unbounded
+from cadence.envs.env_specs import EnvSpecs, as_tuple_key, unwrap_key
+from cadence.envs.rollout_buffer import RolloutBuffer
 from cadence.envs.utils import step_mdp
 
 NestedKey = str | tuple[str, ...]
 Policy = Callable[[TensorDictBase], TensorDictBase | None]
-
-_DONE_NAMES = ("done", "terminated", "truncated")
 
 __all__ = ["EnvBase", "EnvMetaData", "next_seed"]
 
@@ -60,14 +60,6 @@ def next_seed(seed: int) -> int:
         (True, True)
     """
     return int(np.random.SeedSequence(seed).generate_state(1, dtype=np.uint32)[0])
-
-
-def _as_tuple(key: NestedKey) -> tuple[str, ...]:
-    return (key,) if isinstance(key, str) else tuple(key)
-
-
-def _unwrap(key: tuple[str, ...]) -> NestedKey:
-    return key[0] if len(key) == 1 else key
 
 
 def _expand_mask(mask: torch.Tensor, shape: torch.Size) -> torch.Tensor:
@@ -165,7 +157,7 @@ class EnvMetaData:
         return f"EnvMetaData(env_str={self.env_str!r}, batch_size={self.batch_size}, device={self.device})"
 
 
-class EnvBase(torch.nn.Module):
+class EnvBase(EnvSpecs, torch.nn.Module):
     """The environment template: specs, reset/step bookkeeping, seeding, rollouts.
 
     Subclasses implement ``_reset(tensordict) -> TensorDictBase`` (observations and
@@ -260,228 +252,6 @@ class EnvBase(torch.nn.Module):
     def __repr__(self) -> str:
         return f"{type(self).__name__}(batch_size={self.batch_size}, device={self.device})"
 
-    # ------------------------------------------------------------------ specs
-    def _fit_to_batch(self, spec: Composite, name: str) -> Composite:
-        if not isinstance(spec, Composite):
-            raise TypeError(f"{name} must be a Composite, got {type(spec).__name__}.")
-        for key, leaf in spec.items(include_nested=True, leaves_only=True):
-            if tuple(leaf.shape[: self.batch_dims]) != tuple(self.batch_size):
-                raise ValueError(
-                    f"{name}[{key!r}] has shape {tuple(leaf.shape)}, which does not start with the env's "
-                    f"batch size {tuple(self.batch_size)}: spec shapes include the batch size."
-                )
-        if spec.shape != self.batch_size:
-            spec = Composite(dict(spec.items()), shape=self.batch_size, device=spec.device)
-        return spec
-
-    def _set_spec(self, parent: Composite, name: str, spec: Composite) -> None:
-        spec = self._fit_to_batch(spec, name)
-        if self._device is not None and spec.device != self._device:
-            spec = spec.to(self._device)
-        parent.unlock_()
-        parent[name] = spec
-        parent.lock_()
-        self._cache.clear()
-
-    def _leaf_as_composite(self, spec: TensorSpec, key: NestedKey) -> Composite:
-        if isinstance(spec, Composite):
-            return spec
-        composite = Composite(shape=self.batch_size, device=spec.device)
-        composite[key] = spec
-        return composite
-
-    @staticmethod
-    def _single_leaf_or_all(spec: Composite) -> TensorSpec:
-        leaves = list(spec.keys(include_nested=True, leaves_only=True))
-        return spec[leaves[0]] if len(leaves) == 1 else spec
-
-    @property
-    def input_spec(self) -> Composite:
-        """The locked Composite of ``"full_action_spec"`` and ``"full_state_spec"``."""
-        return self._input_spec
-
-    @property
-    def output_spec(self) -> Composite:
-        """The locked Composite of the observation, reward and done specs."""
-        return self._output_spec
-
-    @property
-    def full_action_spec(self) -> Composite:
-        """All actions, as a Composite."""
-        return self._input_spec["full_action_spec"]
-
-    @full_action_spec.setter
-    def full_action_spec(self, spec: Composite) -> None:
-        self._set_spec(self._input_spec, "full_action_spec", spec)
-
-    @property
-    def action_spec(self) -> TensorSpec:
-        """The action spec: the leaf if there is one action, else the Composite."""
-        return self._single_leaf_or_all(self.full_action_spec)
-
-    @action_spec.setter
-    def action_spec(self, spec: TensorSpec) -> None:
-        key = self.action_keys[0] if self.action_keys else "action"
-        self.full_action_spec = self._leaf_as_composite(spec, key)
-
-    @property
-    def full_state_spec(self) -> Composite:
-        """Inputs other than actions (empty for most stateful envs)."""
-        return self._input_spec["full_state_spec"]
-
-    @full_state_spec.setter
-    def full_state_spec(self, spec: Composite) -> None:
-        self._set_spec(self._input_spec, "full_state_spec", spec)
-
-    state_spec = full_state_spec
-
-    @property
-    def full_observation_spec(self) -> Composite:
-        """All observations, as a Composite."""
-        return self._output_spec["full_observation_spec"]
-
-    @full_observation_spec.setter
-    def full_observation_spec(self, spec: Composite) -> None:
-        self._set_spec(self._output_spec, "full_observation_spec", spec)
-
-    observation_spec = full_observation_spec
-
-    @property
-    def full_reward_spec(self) -> Composite:
-        """All rewards, as a Composite."""
-        return self._output_spec["full_reward_spec"]
-
-    @full_reward_spec.setter
-    def full_reward_spec(self, spec: Composite) -> None:
-        self._set_spec(self._output_spec, "full_reward_spec", spec)
-
-    @property
-    def reward_spec(self) -> TensorSpec:
-        """The reward spec: the leaf if there is one reward, else the Composite."""
-        return self._single_leaf_or_all(self.full_reward_spec)
-
-    @reward_spec.setter
-    def reward_spec(self, spec: TensorSpec) -> None:
-        key = self.reward_keys[0] if self.reward_keys else "reward"
-        self.full_reward_spec = self._leaf_as_composite(spec, key)
-
-    @property
-    def full_done_spec(self) -> Composite:
-        """All done signals (done, terminated and maybe truncated at each level)."""
-        return self._output_spec["full_done_spec"]
-
-    @full_done_spec.setter
-    def full_done_spec(self, spec: Composite) -> None:
-        self._set_spec(self._output_spec, "full_done_spec", self._complete_done_spec(spec))
-
-    @property
-    def done_spec(self) -> TensorSpec:
-        """The done spec: the leaf if there is one done signal, else the Composite."""
-        return self._single_leaf_or_all(self.full_done_spec)
-
-    @done_spec.setter
-    def done_spec(self, spec: TensorSpec) -> None:
-        self.full_done_spec = self._leaf_as_composite(spec, "done")
-
-    def _complete_done_spec(self, spec: Composite) -> Composite:
-        """Flanks every done signal with its dual: done = terminated | truncated."""
-        spec = spec.clone()
-        leaves = [_as_tuple(k) for k in spec.keys(include_nested=True, leaves_only=True)]
-        if not leaves:
-            flag = Categorical(2, shape=(*self.batch_size, 1), dtype=torch.bool, device=spec.device)
-            spec["done"] = flag
-            spec["terminated"] = flag.clone()
-            return spec
-        prefixes = dict.fromkeys(key[:-1] for key in leaves if key[-1] in _DONE_NAMES)
-        for prefix in prefixes:
-            present = {name: prefix + (name,) in spec for name in _DONE_NAMES}
-            model = next(spec[prefix + (name,)] for name in _DONE_NAMES if present[name])
-            for name in ("done", "terminated"):
-                if not present[name]:
-                    spec[prefix + (name,)] = model.clone()
-        return spec
-
-    # ------------------------------------------------------------------ keys
-    def _cached(self, name: str, compute: Callable[[], Any]) -> Any:
-        value = self._cache.get(name)
-        if value is None:
-            value = self._cache[name] = compute()
-        return value
-
-    @property
-    def action_keys(self) -> list[NestedKey]:
-        """The keys of all actions."""
-        return self._cached("action_keys", lambda: list(self.full_action_spec.keys(True, True)))
-
-    @property
-    def action_key(self) -> NestedKey:
-        """The key of the (first) action."""
-        return self._first_key(self.action_keys, "action")
-
-    @property
-    def reward_keys(self) -> list[NestedKey]:
-        """The keys of all rewards."""
-        return self._cached("reward_keys", lambda: list(self.full_reward_spec.keys(True, True)))
-
-    @property
-    def reward_key(self) -> NestedKey:
-        """The key of the (first) reward."""
-        return self._first_key(self.reward_keys, "reward")
-
-    @property
-    def done_keys(self) -> list[NestedKey]:
-        """The keys of all done signals (done, terminated, truncated at each level)."""
-        return self._cached("done_keys", lambda: list(self.full_done_spec.keys(True, True)))
-
-    @property
-    def done_key(self) -> NestedKey:
-        """The key of the shallowest ``"done"`` entry."""
-        done = [k for k in self.done_keys if _as_tuple(k)[-1] == "done"]
-        return min(done, key=lambda k: len(_as_tuple(k)))
-
-    @property
-    def reset_keys(self) -> list[NestedKey]:
-        """The ``"_reset"`` key of each done level."""
-        return [_unwrap(prefix + ("_reset",)) for prefix in self._done_prefixes]
-
-    @property
-    def _done_prefixes(self) -> list[tuple[str, ...]]:
-        """The levels holding done signals, shallowest first."""
-
-        def compute() -> list[tuple[str, ...]]:
-            prefixes = dict.fromkeys(_as_tuple(k)[:-1] for k in self.done_keys if _as_tuple(k)[-1] == "done")
-            return sorted(prefixes, key=len)
-
-        return self._cached("done_prefixes", compute)
-
-    @staticmethod
-    def _first_key(keys: list[NestedKey], kind: str) -> NestedKey:
-        if not keys:
-            raise KeyError(f"The env has no {kind} spec, hence no {kind} key.")
-        return keys[0]
-
-    def _step_spec(self) -> Composite:
-        """The spec of one step's data: inputs and outputs at the root, results under ``"next"``."""
-
-        def compute() -> Composite:
-            root = self.full_observation_spec.clone()
-            for part in (self.full_state_spec, self.full_action_spec, self.full_done_spec):
-                root.update(part.clone())
-            nxt = self.full_observation_spec.clone()
-            for part in (self.full_reward_spec, self.full_done_spec):
-                nxt.update(part.clone())
-            root["next"] = nxt
-            return root
-
-        return self._cached("step_spec", compute)
-
-    def _has_dynamic_specs(self) -> bool:
-        def compute() -> bool:
-            spec = self._step_spec()
-            return any(-1 in leaf.shape for _, leaf in spec.items(include_nested=True, leaves_only=True))
-
-        return self._cached("dynamic", compute)
-
     # ------------------------------------------------------------------ seeding
     def set_seed(self, seed: int | None = None, static_seed: bool = False) -> int | None:
         """Seeds the env (its ``rng`` and its simulator) and returns the next seed.
@@ -557,7 +327,7 @@ class EnvBase(torch.nn.Module):
             truncated = data.get(prefix + ("truncated",), None)
             if done is None and terminated is None and truncated is None:
                 raise KeyError(
-                    f"{type(self).__name__} wrote no done signal at {_unwrap(prefix + ('done',))!r} "
+                    f"{type(self).__name__} wrote no done signal at {unwrap_key(prefix + ('done',))!r} "
                     f"(expected 'done', 'terminated' or 'truncated' there); it wrote "
                     f"{sorted(map(str, data.keys(True, True)))}."
                 )
@@ -694,7 +464,7 @@ class EnvBase(torch.nn.Module):
     ) -> None:
         ordered = sorted(masks.items(), key=lambda item: len(item[0]))
         for key in list(out.keys(include_nested=True, leaves_only=True)):
-            key_t = _as_tuple(key)
+            key_t = as_tuple_key(key)
             mask = next((m for prefix, m in ordered if key_t[: len(prefix)] == prefix), None)
             old = previous.get(key, None)
             if mask is None or old is None:
@@ -857,7 +627,7 @@ class EnvBase(torch.nn.Module):
             current = tensordict
         act = self.rand_action if policy is None else policy
         contiguous = return_contiguous and not self._has_dynamic_specs()
-        buffer: _RolloutBuffer | None = None
+        buffer: RolloutBuffer | None = None
         steps: list[TensorDictBase] = []
         done_key = self.done_key
         for t in range(max_steps):
@@ -866,13 +636,13 @@ class EnvBase(torch.nn.Module):
             data = self.step(current)
             if contiguous:
                 if buffer is None:
-                    buffer = _RolloutBuffer(data, max_steps)
+                    buffer = RolloutBuffer(data, max_steps)
                 buffer.write(t, data)
             else:
                 steps.append(data)
             if callback is not None:
                 callback(self, data)
-            done = data.get(("next", *_as_tuple(done_key)))
+            done = data.get(("next", *as_tuple_key(done_key)))
             if (break_when_any_done and done.any()) or (break_when_all_done and done.all()):
                 break
             if t + 1 < max_steps:
@@ -891,7 +661,7 @@ class EnvBase(torch.nn.Module):
         return result
 
     def _mark_truncated(self, result: TensorDictBase) -> None:
-        truncated = [k for k in self.done_keys if _as_tuple(k)[-1] == "truncated"]
+        truncated = [k for k in self.done_keys if as_tuple_key(k)[-1] == "truncated"]
         if not truncated:
             raise RuntimeError(
                 f"rollout(set_truncated=True) needs a 'truncated' entry in the done spec of "
@@ -899,7 +669,7 @@ class EnvBase(torch.nn.Module):
             )
         for key in truncated:
             for name in ("truncated", "done"):
-                value = result.get(("next", *_as_tuple(key)[:-1], name))
+                value = result.get(("next", *as_tuple_key(key)[:-1], name))
                 value.select(result.batch_dims - 1, -1).fill_(True)
 
     # ------------------------------------------------------------------ devices, closing
@@ -922,53 +692,3 @@ class EnvBase(torch.nn.Module):
     def close(self) -> None:
         """Releases the env's resources; the env cannot be used afterwards."""
         self.is_closed = True
-
-
-class _RolloutBuffer:
-    """Output of a rollout, allocated once from its first step and written in place.
-
-    The leaves are kept as a tree of (name, buffer) pairs so that each step is
-    copied with plain string look-ups, level by level.
-    """
-
-    def __init__(self, first: TensorDictBase, max_steps: int) -> None:
-        self.time_dim = first.batch_dims
-        self.data = first.unsqueeze(self.time_dim).expand(*first.batch_size, max_steps).contiguous()
-        self.tree = self._tree(first, self.data)
-
-    @staticmethod
-    def _tree(step: TensorDictBase, data: TensorDictBase) -> list[tuple[str, Any]]:
-        tree: list[tuple[str, Any]] = []
-        for key, value in step.items():
-            if isinstance(value, TensorDictBase):
-                tree.append((key, _RolloutBuffer._tree(value, data.get(key))))
-            else:
-                tree.append((key, data.get(key)))
-        return tree
-
-    def write(self, t: int, step: TensorDictBase) -> None:
-        self._write(self.tree, t, step, ())
-
-    def _write(self, tree: list[tuple[str, Any]], t: int, step: TensorDictBase, path: tuple[str, ...]) -> None:
-        for key, target in tree:
-            value = step.get(key, None)
-            if value is None:
-                raise KeyError(f"Step {t} of the rollout holds no {path + (key,)!r}, which its first step had.")
-            if isinstance(target, list):
-                self._write(target, t, value, path + (key,))
-            else:
-                slot = target.select(self.time_dim, t)
-                try:
-                    slot.copy_(value)
-                except RuntimeError as err:
-                    raise ValueError(
-                        f"Step {t} of the rollout has {path + (key,)!r} of shape {tuple(value.shape)} and dtype "
-                        f"{value.dtype}, but its first step had shape {tuple(slot.shape)} and dtype {slot.dtype}: "
-                        f"the env's data does not keep to its specs (check_env_specs(env) tells where)."
-                    ) from err
-
-    def result(self, steps: int) -> TensorDictBase:
-        if steps == self.data.batch_size[self.time_dim]:
-            return self.data
-        index = (slice(None),) * self.time_dim + (slice(0, steps),)
-        return self.data[index]
