@@ -43,7 +43,6 @@ from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
 from cadence.data import Composite, TensorSpec, Unbounded
 from cadence.envs.env_specs import EnvSpecs, as_tuple_key, unwrap_key
-from cadence.envs.rollout_buffer import RolloutBuffer
 from cadence.envs.utils import step_mdp
 
 NestedKey = str | tuple[str, ...]
@@ -368,6 +367,9 @@ class EnvBase(EnvSpecs, torch.nn.Module):
             self._check_values(next_td, "_step()")
         if self.auto_reset:
             self._stash_auto_reset(next_td)
+        preset = tensordict.get("next", None)
+        if preset is not None:  # what the policy wrote for the next step (a recurrent state, say) stays
+            next_td.update(preset.exclude(*next_td.keys(True, True)))
         tensordict.set("next", next_td)
         return tensordict
 
@@ -523,8 +525,11 @@ class EnvBase(EnvSpecs, torch.nn.Module):
         """
         if tensordict is None:
             tensordict = TensorDict({}, batch_size=self.batch_size, device=self.device)
-        extra = tensordict.batch_size[: tensordict.batch_dims - self.batch_dims]
-        tensordict.update(self.full_action_spec.rand(extra if extra else None, generator=self.rng))
+        extra = tensordict.batch_size[: tensordict.batch_dims - self.batch_dims] or None
+        keys = self.action_keys
+        if len(keys) == 1:  # the common case: one leaf, no intermediate tensordict
+            return tensordict.set(keys[0], self.full_action_spec[keys[0]].rand(extra, generator=self.rng))
+        tensordict.update(self.full_action_spec.rand(extra, generator=self.rng))
         return tensordict
 
     def rand_step(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
@@ -626,23 +631,16 @@ class EnvBase(EnvSpecs, torch.nn.Module):
         else:
             current = tensordict
         act = self.rand_action if policy is None else policy
-        contiguous = return_contiguous and not self._has_dynamic_specs()
-        buffer: RolloutBuffer | None = None
         steps: list[TensorDictBase] = []
-        done_key = self.done_key
+        done_key = ("next", *as_tuple_key(self.done_key))
         for t in range(max_steps):
             returned = act(current)
             current = returned if returned is not None else current
             data = self.step(current)
-            if contiguous:
-                if buffer is None:
-                    buffer = RolloutBuffer(data, max_steps)
-                buffer.write(t, data)
-            else:
-                steps.append(data)
+            steps.append(data)
             if callback is not None:
                 callback(self, data)
-            done = data.get(("next", *as_tuple_key(done_key)))
+            done = data.get(done_key)
             if (break_when_any_done and done.any()) or (break_when_all_done and done.all()):
                 break
             if t + 1 < max_steps:
@@ -651,14 +649,32 @@ class EnvBase(EnvSpecs, torch.nn.Module):
                     self._auto_reset_stash = None
                 else:
                     current, _ = self._reset_done(current)
-        if buffer is not None:
-            result = buffer.result(t + 1)
-        else:
-            result = LazyStackedTensorDict.lazy_stack(steps, dim=steps[0].batch_dims)
+        result = self._stack_steps(steps, return_contiguous and not self._has_dynamic_specs())
         result.names = [None] * (result.batch_dims - 1) + ["time"]
         if set_truncated:
             self._mark_truncated(result)
         return result
+
+    @staticmethod
+    def _stack_steps(steps: list[TensorDictBase], contiguous: bool) -> TensorDictBase:
+        """Stacks the steps on a new dim after their batch dims.
+
+        The generic loop keeps each step's tensordict and stacks once at the end: one
+        ``torch.stack`` per entry costs a fraction of copying every entry into a
+        preallocated buffer at every step (about 16 us against 80 us a step for a
+        gymnasium env on the development machine). Backends with a shortcut
+        (``_fast_rollout``) write into preallocated arrays instead.
+        """
+        dim = steps[0].batch_dims
+        if not contiguous:
+            return LazyStackedTensorDict.lazy_stack(steps, dim=dim)
+        try:
+            return torch.stack(steps, dim=dim)
+        except RuntimeError as err:
+            raise ValueError(
+                f"The rollout's steps do not stack ({err}); the env's data does not keep to its specs: "
+                f"check_env_specs(env) names the entry."
+            ) from err
 
     def _mark_truncated(self, result: TensorDictBase) -> None:
         truncated = [k for k in self.done_keys if as_tuple_key(k)[-1] == "truncated"]

@@ -125,6 +125,12 @@ class GymLikeEnv(EnvBase):
 
     def read_done(self, terminated: Any, truncated: Any) -> dict[str, torch.Tensor]:
         """The done signals as tensors shaped like the done spec."""
+        if not self.batch_size:  # plain Python bools: one small tensor each
+            return {
+                "terminated": torch.tensor([bool(terminated)]),
+                "truncated": torch.tensor([bool(truncated)]),
+                "done": torch.tensor([bool(terminated) or bool(truncated)]),
+            }
         shape = (*self.batch_size, 1)
         terminated_t = torch.as_tensor(terminated, dtype=torch.bool).reshape(shape)
         truncated_t = torch.as_tensor(truncated, dtype=torch.bool).reshape(shape)
@@ -180,11 +186,24 @@ class GymLikeEnv(EnvBase):
     def _set_seed(self, seed: int | None) -> None:
         self._pending_seed = seed
 
-    def _build_output(self, obs: Any, info: Mapping[str, Any]) -> TensorDictBase:
-        out = TensorDict(self.read_obs(obs), batch_size=self.batch_size, device=self.device)
+    def _observation_entries(self, obs: Any) -> dict[str, Any]:
+        """The output entries of an observation (``read_obs``; subclasses add to them)."""
+        return self.read_obs(obs)
+
+    def _build_output(
+        self, obs: Any, info: Mapping[str, Any], extra: dict[str, torch.Tensor] | None = None
+    ) -> TensorDictBase:
+        entries = self._observation_entries(obs)
+        if extra:
+            entries.update(extra)
+        out = TensorDict(entries, batch_size=self.batch_size, device=self.device)
         if self.info_dict_reader:
             out = self.read_info(info, out)
         return out
+
+    def _simulate(self, action: Any) -> tuple[Any, Any, Any, Any, Mapping[str, Any]]:
+        """Steps the simulator once: (obs, reward, terminated, truncated, info)."""
+        return self._output_transform(self._env.step(action))
 
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
         obs, info = self._reset_backend(**kwargs)
@@ -192,12 +211,10 @@ class GymLikeEnv(EnvBase):
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         action = self.read_action(tensordict.get(self.action_key))
-        obs, reward, terminated, truncated, info = self._output_transform(self._env.step(action))
-        out = self._build_output(obs, info)
-        out.set("reward", self.read_reward(reward))
-        for key, value in self.read_done(terminated, truncated).items():
-            out.set(key, value)
-        return out
+        obs, reward, terminated, truncated, info = self._simulate(action)
+        results = self.read_done(terminated, truncated)
+        results["reward"] = self.read_reward(reward)
+        return self._build_output(obs, info, results)
 
     def close(self) -> None:
         """Closes the simulator."""

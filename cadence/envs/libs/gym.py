@@ -1,8 +1,8 @@
 """Gymnasium (and gym) environments: ``GymWrapper`` around a built env, ``GymEnv`` by id.
 
 Specs are read from the env's spaces once; a vector env (``num_envs=N``) is stepped
-as one batch of size N with partial resets. ``rollout`` with random actions takes a
-shortcut that steps the simulator and writes straight into preallocated arrays.
+as one batch of size N with partial resets. ``rollout`` takes a shortcut that steps the
+simulator and writes straight into preallocated arrays (``gym_rollout.py``).
 
 Examples:
     >>> from cadence.envs.libs.gym import GymEnv
@@ -35,6 +35,7 @@ from cadence.data import (
 )
 from cadence.envs.gym_like import GymLikeEnv
 from cadence.envs.libs.gym_backend import gym_backend, set_gym_backend
+from cadence.envs.libs.gym_rollout import fast_gym_rollout
 
 __all__ = ["GymEnv", "GymWrapper", "gym_backend", "set_gym_backend", "space_to_spec"]
 
@@ -252,14 +253,11 @@ class GymWrapper(GymLikeEnv):
         """The action in the simulator's format (indices for one-hot actions)."""
         return self._to_backend(action)
 
-    def _build_output(self, obs: Any, info: Any) -> TensorDictBase:
+    def _observation_entries(self, obs: Any) -> dict[str, Any]:
         entries = {} if self.pixels_only else self.read_obs(obs)
         if self.from_pixels:
-            entries["pixels"] = self._render().to(self.device)
-        out = TensorDict(entries, batch_size=self.batch_size, device=self.device)
-        if self.info_dict_reader:
-            out = self.read_info(info, out)
-        return out
+            entries["pixels"] = self._render()
+        return entries
 
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
         mask = None if tensordict is None else tensordict.get("_reset", None)
@@ -268,19 +266,15 @@ class GymWrapper(GymLikeEnv):
         obs, info = self._reset_backend(**kwargs)
         return self._build_output(obs, info)
 
-    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
-        action = self.read_action(tensordict.get(self.action_key))
-        reward_sum: Any = 0.0
-        for _ in range(self.frame_skip):
-            obs, reward, terminated, truncated, info = self._output_transform(self._env.step(action))
-            reward_sum = reward_sum + np.asarray(reward)
+    def _simulate(self, action: Any) -> tuple[Any, Any, Any, Any, Any]:
+        """Steps the simulator ``frame_skip`` times with ``action``, summing rewards."""
+        obs, reward, terminated, truncated, info = self._output_transform(self._env.step(action))
+        for _ in range(self.frame_skip - 1):
             if np.any(terminated) or np.any(truncated):
                 break
-        out = self._build_output(obs, info)
-        out.set("reward", self.read_reward(reward_sum))
-        for key, value in self.read_done(terminated, truncated).items():
-            out.set(key, value)
-        return out
+            obs, more, terminated, truncated, info = self._output_transform(self._env.step(action))
+            reward = np.asarray(reward) + np.asarray(more)
+        return obs, reward, terminated, truncated, info
 
     def __getattr__(self, name: str) -> Any:
         try:
@@ -304,7 +298,10 @@ class GymWrapper(GymLikeEnv):
         base = GymWrapper
         stock = all(
             getattr(type(self), name) is getattr(base, name)
-            for name in ("_step", "_reset", "read_obs", "read_reward", "read_done", "read_action", "_build_output")
+            for name in (
+                "_step", "_reset", "_simulate", "_build_output", "_observation_entries",
+                "read_obs", "read_reward", "read_done", "read_action",
+            )
         )
         obs_keys = list(self.full_observation_spec.keys(True, True))
         return (
@@ -333,116 +330,15 @@ class GymWrapper(GymLikeEnv):
         set_truncated: bool,
     ) -> TensorDictBase | None:
         if (
-            policy is not None
-            or callback is not None
+            callback is not None
             or not auto_reset
             or tensordict is not None
             or break_when_all_done
+            or not return_contiguous
             or not self._fast_path_applies()
         ):
             return None
-        batch = self.batch_size
-        # Random actions for the whole rollout, drawn in one call from the env's generator.
-        actions = self.full_action_spec["action"].rand(torch.Size([max_steps]), generator=self.rng)
-        backend_actions = self._to_backend(actions)
-        obs_spec = self.full_observation_spec["observation"]
-        obs_dtype = torch.empty(0, dtype=obs_spec.dtype).numpy().dtype
-        feature_shape = tuple(obs_spec.shape)
-        next_obs = np.empty((max_steps, *feature_shape), dtype=obs_dtype)
-        root_obs = np.empty((max_steps, *feature_shape), dtype=obs_dtype)
-        reward = np.empty((max_steps, *batch), dtype=np.float32)
-        terminated = np.zeros((max_steps, *batch), dtype=bool)
-        truncated = np.zeros((max_steps, *batch), dtype=bool)
-        obs, _ = self._reset_backend()
-        root_obs[0] = obs
-        step_env, reset_env = self._env.step, self._env.reset
-        steps = max_steps
-        if self.is_vector:
-            for t in range(max_steps):
-                obs, r, te, tr, _ = step_env(backend_actions[t])
-                next_obs[t] = obs
-                reward[t] = r
-                terminated[t] = te
-                truncated[t] = tr
-                done = te | tr
-                if done.any():
-                    if break_when_any_done:
-                        steps = t + 1
-                        break
-                    if t + 1 < max_steps:
-                        obs, _ = reset_env(options={"reset_mask": done})
-                if t + 1 < max_steps:
-                    root_obs[t + 1] = obs
-        else:
-            reset_rows: list[tuple[int, Any]] = []
-            for t in range(max_steps):
-                obs, r, te, tr, _ = step_env(backend_actions[t])
-                next_obs[t] = obs
-                reward[t] = r
-                if te or tr:
-                    terminated[t] = te
-                    truncated[t] = tr
-                    if break_when_any_done:
-                        steps = t + 1
-                        break
-                    if t + 1 < max_steps:
-                        reset_rows.append((t + 1, reset_env()[0]))
-            root_obs[1:steps] = next_obs[: steps - 1]
-            for t, obs in reset_rows:
-                root_obs[t] = obs
-        return self._fast_rollout_output(
-            actions, root_obs, next_obs, reward, terminated, truncated, steps, set_truncated
-        )
-
-    def _fast_rollout_output(
-        self,
-        actions: torch.Tensor,
-        root_obs: np.ndarray,
-        next_obs: np.ndarray,
-        reward: np.ndarray,
-        terminated: np.ndarray,
-        truncated: np.ndarray,
-        steps: int,
-        set_truncated: bool,
-    ) -> TensorDictBase:
-        """Lays the rollout's arrays out as the generic rollout does: ``[*batch, T]``."""
-        nb = self.batch_dims
-
-        def arrange(array: np.ndarray | torch.Tensor, trailing_one: bool = False) -> torch.Tensor:
-            tensor = torch.from_numpy(array[:steps]) if isinstance(array, np.ndarray) else array[:steps]
-            if trailing_one:
-                tensor = tensor.unsqueeze(-1)
-            # time leads in the arrays; the output puts it after the batch dims
-            return tensor.movedim(0, nb) if nb else tensor
-
-        if set_truncated:
-            truncated[steps - 1] = True
-        done = terminated | truncated
-        root_done = torch.zeros(*self.batch_size, steps, 1, dtype=torch.bool)
-        next_done = arrange(done, True)
-        out = TensorDict(
-            {
-                "observation": arrange(root_obs),
-                "action": arrange(actions),
-                "done": root_done,
-                "terminated": root_done.clone(),
-                "truncated": root_done.clone(),
-                "next": TensorDict(
-                    {
-                        "observation": arrange(next_obs),
-                        "reward": arrange(reward, True),
-                        "done": next_done,
-                        "terminated": arrange(terminated, True),
-                        "truncated": arrange(truncated, True),
-                    },
-                    batch_size=[*self.batch_size, steps],
-                ),
-            },
-            batch_size=[*self.batch_size, steps],
-            device=self.device,
-        )
-        out.names = [None] * nb + ["time"]
-        return out
+        return fast_gym_rollout(self, max_steps, policy, break_when_any_done, set_truncated)
 
 
 class GymEnv(GymWrapper):

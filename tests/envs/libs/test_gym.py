@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 from tensordict import TensorDict
+from tensordict.nn import TensorDictModule, TensorDictSequential
 
 from cadence.data import Binary, Bounded, Categorical, Composite, MultiCategorical, MultiOneHot, NonTensor, OneHot
 from cadence.envs import check_env_specs
@@ -111,25 +112,86 @@ def test_seeding_repeats_the_rollout():
     assert not torch.equal(a.rollout(5)["observation"], b.rollout(5)["observation"])
 
 
+class GenericPathGymEnv(GymEnv):
+    """The same env kept off the rollout shortcut: its observation reader is not the stock one."""
+
+    def read_obs(self, observations):
+        return super().read_obs(observations)
+
+
+def assert_same_rollout(fast: TensorDict, slow: TensorDict) -> None:
+    assert fast.batch_size == slow.batch_size and fast.names == slow.names
+    assert set(fast.keys(True, True)) == set(slow.keys(True, True))
+    for key in fast.keys(True, True):
+        assert fast[key].dtype == slow[key].dtype, key
+        assert torch.equal(fast[key], slow[key]), key
+
+
 @pytest.mark.parametrize("num_envs", [None, 3])
 @pytest.mark.parametrize("break_when_any_done", [True, False])
-def test_fast_rollout_equals_the_generic_path(num_envs, break_when_any_done):
+def test_fast_random_rollout_equals_the_generic_path(num_envs, break_when_any_done):
     fast_env = GymEnv("CartPole-v1", num_envs=num_envs)
     fast_env.set_seed(0)
     fast = fast_env.rollout(120, break_when_any_done=break_when_any_done)
-    slow_env = GymEnv("CartPole-v1", num_envs=num_envs)
+    slow_env = GenericPathGymEnv("CartPole-v1", num_envs=num_envs)
+    assert not slow_env._fast_path_applies()
     slow_env.set_seed(0)
     actions = iter(fast["action"].unbind(fast.batch_dims - 1))
 
     def replay(td):
         return td.set("action", next(actions))
 
-    slow = slow_env.rollout(120, replay, break_when_any_done=break_when_any_done)
-    assert fast.batch_size == slow.batch_size and fast.names == slow.names
-    assert set(fast.keys(True, True)) == set(slow.keys(True, True))
-    for key in fast.keys(True, True):
-        assert fast[key].dtype == slow[key].dtype, key
-        assert torch.equal(fast[key], slow[key]), key
+    assert_same_rollout(fast, slow_env.rollout(120, replay, break_when_any_done=break_when_any_done))
+
+
+def _linear_policy() -> TensorDictModule:
+    torch.manual_seed(0)  # the test's own weights
+    linear = torch.nn.Linear(4, 2)
+    logits = TensorDictModule(linear, in_keys=["observation"], out_keys=["logits"])
+    to_one_hot = TensorDictModule(
+        lambda x: torch.nn.functional.one_hot(x.argmax(-1), 2).bool(), in_keys=["logits"], out_keys=["action"]
+    )
+    return TensorDictSequential(logits, to_one_hot)
+
+
+@pytest.mark.parametrize("num_envs", [None, 3])
+@pytest.mark.parametrize("break_when_any_done", [True, False])
+def test_fast_policy_rollout_equals_the_generic_path(num_envs, break_when_any_done):
+    policy = _linear_policy()
+    results = []
+    for cls in (GymEnv, GenericPathGymEnv):
+        env = cls("CartPole-v1", num_envs=num_envs)
+        env.set_seed(1)
+        with torch.no_grad():
+            results.append(env.rollout(150, policy, break_when_any_done=break_when_any_done))
+    assert "logits" in results[0].keys()
+    assert_same_rollout(*results)
+
+
+def test_fast_policy_rollout_carries_what_the_policy_writes():
+    def policy(td):
+        # a counter kept at the root, and a memory handed to the next step under "next"
+        count = td.get("count", torch.zeros(1))
+        memory = td.get("memory", torch.zeros(1))
+        td.set("count", count + 1)
+        td.set("memory", memory)
+        td.set(("next", "memory"), memory + td["observation"][:1])
+        return td.set("action", torch.tensor([True, False]))
+
+    results = []
+    for cls in (GymEnv, GenericPathGymEnv):
+        env = cls("CartPole-v1")
+        env.set_seed(2)
+        results.append(env.rollout(40, policy, break_when_any_done=False))
+    assert_same_rollout(*results)
+    assert results[0]["count"].squeeze(-1).tolist() == list(range(1, 41))
+    assert torch.allclose(results[0]["memory"][1:], results[0]["next", "memory"][:-1])
+
+
+def test_fast_policy_rollout_checks_the_action():
+    env = GymEnv("CartPole-v1")
+    with pytest.raises(ValueError, match=r"'action'.*\(2,\).*\(3,\)"):
+        env.rollout(3, lambda td: td.set("action", torch.zeros(3, dtype=torch.bool)))
 
 
 def test_fast_rollout_set_truncated():
