@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from cadence.data import Composite, TensorSpec, Unbounded
+from cadence.data import Composite, NonTensor, TensorSpec, Unbounded
 from cadence.envs.common import EnvBase
 
 __all__ = ["GymLikeEnv", "default_info_dict_reader"]
@@ -107,15 +107,19 @@ class GymLikeEnv(EnvBase):
         if isinstance(value, Mapping):
             return {k: self._read_entry(v, key + (k,)) for k, v in value.items()}
         dtype, shape = self._entry_layout(key)
+        if dtype is None:  # a NonTensor spec: text, graphs... kept as they come
+            return value
         return torch.as_tensor(np.asarray(value), dtype=dtype, device=self.device).reshape(shape)
 
-    def _entry_layout(self, key: tuple[str, ...]) -> tuple[torch.dtype, torch.Size]:
-        """The dtype and shape of an observation entry, read once from its spec."""
+    def _entry_layout(self, key: tuple[str, ...]) -> tuple[torch.dtype | None, torch.Size]:
+        """The dtype (``None`` for non-tensor data) and shape of an observation entry,
+        read once from its spec."""
         layouts = self._cached("observation_layouts", dict)
         layout = layouts.get(key)
         if layout is None:
             spec = self.full_observation_spec[key]
-            layout = layouts[key] = (spec.dtype, spec.shape)
+            dtype = None if isinstance(spec, NonTensor) else spec.dtype
+            layout = layouts[key] = (dtype, spec.shape)
         return layout
 
     def read_reward(self, reward: Any) -> torch.Tensor:

@@ -314,3 +314,29 @@ def test_auto_resetting_env_as_in_the_seed(backend):
     first_of_episode = r["observation"][1:][done[:-1]]
     assert not torch.isnan(first_of_episode).any() and first_of_episode.abs().max() <= 0.05
     assert not r["done"].any()
+
+
+class TextEnv(gymnasium.Env):
+    """A gymnasium env whose observations are strings (a Text space)."""
+
+    observation_space = spaces.Text(8)
+    action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return "start", {}
+
+    def step(self, action):
+        self.t += 1
+        return f"step{self.t}", 1.0, self.t >= 3, False, {}
+
+
+def test_non_tensor_observations_pass_through():
+    env = GymWrapper(TextEnv())
+    assert isinstance(env.observation_spec["observation"], NonTensor)
+    check_env_specs(env)
+    data = env.rollout(5)
+    assert data.batch_size == torch.Size([3])
+    assert list(data["next", "observation"]) == ["step1", "step2", "step3"]
+    assert list(data["observation"]) == ["start", "step1", "step2"]
