@@ -12,10 +12,11 @@ import functools
 import importlib
 import importlib.metadata
 import importlib.util
-import re
 import sys
 from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
+
+from packaging.version import InvalidVersion, Version
 
 __all__ = ["implement_for", "parse_version", "module_version"]
 
@@ -25,35 +26,15 @@ F = TypeVar("F", bound=Callable[..., Any])
 # Versions
 # ---------------------------------------------------------------------------------------
 
-_VERSION_RE = re.compile(
-    r"""
-    ^\s*v?
-    (?:(?P<epoch>\d+)!)?
-    (?P<release>\d+(?:\.\d+)*)
-    (?:[-_.]?(?P<pre_tag>alpha|a|beta|b|preview|pre|c|rc)[-_.]?(?P<pre_n>\d*))?
-    (?:(?:-(?P<post_n1>\d+))|(?:[-_.]?(?:post|rev|r)[-_.]?(?P<post_n2>\d*)))?
-    (?:[-_.]?dev[-_.]?(?P<dev_n>\d*))?
-    (?:\+(?P<local>[a-z0-9]+(?:[-_.][a-z0-9]+)*))?
-    \s*$
-    """,
-    re.VERBOSE | re.IGNORECASE,
-)
-_PRE_PHASE = {"a": 0, "alpha": 0, "b": 1, "beta": 1, "c": 2, "rc": 2, "pre": 2, "preview": 2}
-# a tuple compared against any ``(phase, n)`` pair: larger than all of them
-_NO_PRE = (3, 0)
 
-
-def parse_version(version: str) -> tuple:
-    """Turns a PEP 440 version string into a key that sorts the way versions do.
-
-    Handles epochs, release numbers of any length (trailing zeros do not matter), pre-
-    releases (``a``/``b``/``rc``), post-releases, dev releases and local labels (``+cpu``).
+def parse_version(version: str) -> Version:
+    """Parses a PEP 440 version string into an object that compares as versions do.
 
     Args:
         version: the version string, e.g. ``"0.26.2"``, ``"2.13.0+cpu"``, ``"1.0rc1"``.
 
     Returns:
-        A tuple; two keys compare like the versions they come from.
+        A ``packaging.version.Version``.
 
     Raises:
         ValueError: if ``version`` is not a version string.
@@ -61,40 +42,15 @@ def parse_version(version: str) -> tuple:
     Examples:
         >>> parse_version("0.26.2") > parse_version("0.26.0")
         True
-        >>> parse_version("1.0") == parse_version("1.0.0")
-        True
         >>> parse_version("1.0.dev1") < parse_version("1.0a1") < parse_version("1.0")
-        True
-        >>> parse_version("1.0") < parse_version("1.0.post1") < parse_version("1.1")
-        True
-        >>> parse_version("2.13.0+cpu") > parse_version("2.13.0")
         True
     """
     if not isinstance(version, str):
         raise TypeError(f"a version must be a str, got {type(version).__name__}: {version!r}")
-    match = _VERSION_RE.match(version)
-    if match is None:
-        raise ValueError(f"{version!r} is not a valid version string (expected e.g. '1.2.3')")
-    epoch = int(match["epoch"] or 0)
-    release = [int(part) for part in match["release"].split(".")]
-    while len(release) > 1 and release[-1] == 0:
-        release.pop()
-    has_post = match["post_n1"] is not None or match["post_n2"] is not None
-    has_dev = match["dev_n"] is not None
-    if match["pre_tag"] is not None:
-        pre = (_PRE_PHASE[match["pre_tag"].lower()], int(match["pre_n"] or 0))
-    elif has_dev and not has_post:
-        pre = (-1, 0)  # 1.0.dev0 comes before 1.0a0
-    else:
-        pre = _NO_PRE
-    post = int(match["post_n1"] or match["post_n2"] or 0) if has_post else -1
-    dev = (0, int(match["dev_n"] or 0)) if has_dev else (1, 0)
-    local = tuple(
-        (1, int(part), "") if part.isdigit() else (0, 0, part.lower())
-        for part in re.split(r"[-_.]", match["local"] or "")
-        if part
-    )
-    return (epoch, tuple(release), pre, post, dev, local)
+    try:
+        return Version(version)
+    except InvalidVersion as err:
+        raise ValueError(f"{version!r} is not a valid version string (expected e.g. '1.2.3')") from err
 
 
 _NOT_INSTALLED = object()
@@ -183,8 +139,8 @@ class _Implementation:
     module_name: str
     from_version: str | None
     to_version: str | None
-    lower: tuple | None
-    upper: tuple | None
+    lower: Version | None
+    upper: Version | None
     func: Callable[..., Any]
 
     def accepts(self, version: str) -> bool:
