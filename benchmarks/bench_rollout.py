@@ -9,6 +9,10 @@ contender alike:
 * ``batched``: ``num_envs`` envs in one batch. A bare ``gymnasium.vector.SyncVectorEnv``
   loop against ``GymEnv("CartPole-v1", num_envs=n).rollout(steps // n, ...)`` in both
   libraries (the same number of env steps in total).
+* ``policy``: one env driven by a small MLP (4-64-2, greedy one-hot action) under
+  ``torch.no_grad()``. The bare loop calls the same ``torch.nn`` module on each
+  observation; Cadence and torchrl get it as a ``TensorDictModule`` chain and run
+  ``rollout(steps, policy, break_when_any_done=False)``.
 
 Cadence and the bare loops run in this process. torchrl pins another tensordict, so it runs
 in its own virtual environment, the one ``../shared/tools/reference-venv.sh`` prints (from the
@@ -17,7 +21,8 @@ too. Each figure is the median over the rounds.
 
 Usage::
 
-    python benchmarks/bench_rollout.py [--steps 20000] [--rounds 3] [--num-envs 8] [--skip-reference]
+    python benchmarks/bench_rollout.py [--steps 20000] [--rounds 3] [--num-envs 8] [--policy-steps 5000]
+                                       [--skip-reference]
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -39,19 +45,37 @@ WARMUP_STEPS = 200
 # Runs in the reference library's python; prints {"steps_per_s": ...} as its last line.
 REFERENCE_SCRIPT = """
 import json, sys, time
+import torch
+from tensordict.nn import TensorDictModule, TensorDictSequential
 from torchrl.envs import GymEnv
 
-steps, num_envs, seed = (int(x) for x in sys.argv[1:4])
+steps, num_envs, seed, with_policy = (int(x) for x in sys.argv[1:5])
 env = GymEnv("{env_id}", num_envs=num_envs) if num_envs > 1 else GymEnv("{env_id}")
 env.set_seed(seed)
+policy = None
+if with_policy:
+    net = torch.nn.Sequential(torch.nn.Linear(4, 64), torch.nn.Tanh(), torch.nn.Linear(64, 2))
+    policy = TensorDictSequential(
+        TensorDictModule(net, in_keys=["observation"], out_keys=["logits"]),
+        TensorDictModule(lambda x: torch.nn.functional.one_hot(x.argmax(-1), 2).bool(),
+                         in_keys=["logits"], out_keys=["action"]),
+    )
 n = steps // max(num_envs, 1)
-env.rollout(max(1, {warmup} // max(num_envs, 1)), break_when_any_done=False)
-start = time.perf_counter()
-env.rollout(n, break_when_any_done=False)
-elapsed = time.perf_counter() - start
+with torch.no_grad():
+    env.rollout(max(1, {warmup} // max(num_envs, 1)), policy, break_when_any_done=False)
+    start = time.perf_counter()
+    env.rollout(n, policy, break_when_any_done=False)
+    elapsed = time.perf_counter() - start
 env.close()
 print(json.dumps({{"steps_per_s": n * max(num_envs, 1) / elapsed}}))
 """.format(env_id=ENV_ID, warmup=WARMUP_STEPS)
+
+
+def make_net() -> Any:
+    """The policy network of the ``policy`` case: 4-64-2 logits for CartPole."""
+    import torch
+
+    return torch.nn.Sequential(torch.nn.Linear(4, 64), torch.nn.Tanh(), torch.nn.Linear(64, 2))
 
 
 def bare_single(steps: int, seed: int) -> float:
@@ -99,17 +123,56 @@ def bare_batched(steps: int, seed: int, num_envs: int) -> float:
     return n * num_envs / elapsed
 
 
-def cadence_rollout(steps: int, seed: int, num_envs: int) -> float:
-    """Steps per second of Cadence's ``GymEnv(...).rollout``."""
+def bare_policy(steps: int, seed: int) -> float:
+    """Steps per second of a plain gymnasium loop calling the policy network on each observation."""
+    import gymnasium
+    import torch
+
+    net = make_net()
+    env = gymnasium.make(ENV_ID)
+    obs, _ = env.reset(seed=seed)
+    step, reset = env.step, env.reset
+
+    def run(n: int, obs: Any) -> Any:
+        for _ in range(n):
+            action = int(net(torch.from_numpy(obs)).argmax())
+            obs, _, terminated, truncated, _ = step(action)
+            if terminated or truncated:
+                obs, _ = reset()
+        return obs
+
+    with torch.no_grad():
+        obs = run(WARMUP_STEPS, obs)
+        start = time.perf_counter()
+        run(steps, obs)
+        elapsed = time.perf_counter() - start
+    env.close()
+    return steps / elapsed
+
+
+def cadence_rollout(steps: int, seed: int, num_envs: int, with_policy: bool = False) -> float:
+    """Steps per second of Cadence's ``GymEnv(...).rollout`` (random actions, or the MLP policy)."""
+    import torch
+    from tensordict.nn import TensorDictModule, TensorDictSequential
+
     from cadence.envs.libs.gym import GymEnv
 
     env = GymEnv(ENV_ID, num_envs=num_envs) if num_envs > 1 else GymEnv(ENV_ID)
     env.set_seed(seed)
+    policy = None
+    if with_policy:
+        policy = TensorDictSequential(
+            TensorDictModule(make_net(), in_keys=["observation"], out_keys=["logits"]),
+            TensorDictModule(
+                lambda x: torch.nn.functional.one_hot(x.argmax(-1), 2).bool(), in_keys=["logits"], out_keys=["action"]
+            ),
+        )
     n = steps // max(num_envs, 1)
-    env.rollout(max(1, WARMUP_STEPS // max(num_envs, 1)), break_when_any_done=False)
-    start = time.perf_counter()
-    env.rollout(n, break_when_any_done=False)
-    elapsed = time.perf_counter() - start
+    with torch.no_grad():
+        env.rollout(max(1, WARMUP_STEPS // max(num_envs, 1)), policy, break_when_any_done=False)
+        start = time.perf_counter()
+        env.rollout(n, policy, break_when_any_done=False)
+        elapsed = time.perf_counter() - start
     env.close()
     return n * max(num_envs, 1) / elapsed
 
@@ -138,10 +201,10 @@ def find_reference_python(explicit: str | None) -> tuple[str | None, str]:
     return python, f"torchrl {check.stdout.strip()} at {python}"
 
 
-def reference_rollout(python: str, steps: int, seed: int, num_envs: int) -> float:
+def reference_rollout(python: str, steps: int, seed: int, num_envs: int, with_policy: bool = False) -> float:
     """Steps per second of torchrl's ``GymEnv(...).rollout``, measured in a subprocess."""
     result = subprocess.run(
-        [python, "-c", REFERENCE_SCRIPT, str(steps), str(num_envs), str(seed)],
+        [python, "-c", REFERENCE_SCRIPT, str(steps), str(num_envs), str(seed), str(int(with_policy))],
         capture_output=True,
         text=True,
         cwd="/",  # keep this repository (and its ``cadence``) off the reference's path
@@ -156,6 +219,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=20_000, help="env steps per measurement (default: %(default)s)")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default: %(default)s)")
     parser.add_argument("--num-envs", type=int, default=8, help="envs of the batched case (default: %(default)s)")
+    parser.add_argument(
+        "--policy-steps", type=int, default=5_000, help="env steps of the policy case (default: %(default)s)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--skip-reference", action="store_true", help="do not run torchrl")
     parser.add_argument("--reference-python", default=None, help="python of a venv holding torchrl 0.14.1")
@@ -187,12 +253,17 @@ def main(argv: list[str] | None = None) -> int:
             "bare": lambda: bare_batched(args.steps, args.seed, args.num_envs),
             "cadence": lambda: cadence_rollout(args.steps, args.seed, args.num_envs),
         },
+        "policy": {
+            "bare": lambda: bare_policy(args.policy_steps, args.seed),
+            "cadence": lambda: cadence_rollout(args.policy_steps, args.seed, 1, with_policy=True),
+        },
     }
     if reference:
         cases["single"]["torchrl"] = lambda: reference_rollout(reference, args.steps, args.seed, 1)
         cases[f"batched x{args.num_envs}"]["torchrl"] = lambda: reference_rollout(
             reference, args.steps, args.seed, args.num_envs
         )
+        cases["policy"]["torchrl"] = lambda: reference_rollout(reference, args.policy_steps, args.seed, 1, True)
 
     results: dict[str, dict[str, list[float]]] = {case: {who: [] for who in runs} for case, runs in cases.items()}
     for round_index in range(args.rounds):

@@ -125,10 +125,17 @@ def _action_converter(space: Any, spec: TensorSpec) -> Callable[[torch.Tensor], 
     spaces = gym_backend("spaces")
     if isinstance(spec, OneHot):
         start = int(getattr(space, "start", 0))
-        return lambda action: action.to(torch.uint8).argmax(-1).numpy() + start
+        if start:
+            return lambda action: action.view(torch.uint8).argmax(-1).cpu().numpy() + start
+        return lambda action: action.view(torch.uint8).argmax(-1).cpu().numpy()
     if isinstance(spec, MultiOneHot):
         sizes = [int(n) for n in np.asarray(space.nvec).reshape(-1)]
-        return lambda action: np.stack([part.to(torch.uint8).argmax(-1).numpy() for part in action.split(sizes, -1)], -1)
+
+        def to_indices(action: torch.Tensor) -> Any:
+            parts = action.split(sizes, -1)
+            return np.stack([part.view(torch.uint8).argmax(-1).cpu().numpy() for part in parts], -1)
+
+        return to_indices
     if isinstance(space, (spaces.Box, spaces.MultiDiscrete, spaces.MultiBinary, spaces.Discrete)):
         np_dtype = space.dtype
         return lambda action: action.detach().cpu().numpy().astype(np_dtype, copy=False)

@@ -139,16 +139,12 @@ def _run_policy(
     not_done = torch.zeros((*batch, 1), dtype=torch.bool)
     max_steps = len(root_obs)
     steps = max_steps
-    carried: TensorDictBase | None = None
+    carried: dict[str, Any] = {}
     recorded: list[TensorDictBase] = []
     for t in range(max_steps):
-        data = TensorDict(
-            {"observation": root_obs[t], "done": not_done, "terminated": not_done, "truncated": not_done},
-            batch_size=batch,
-            device=device,
-        )
-        if carried is not None:
-            data.update(carried)
+        entries = {**carried, "observation": root_obs[t], "done": not_done, "terminated": not_done}
+        entries["truncated"] = not_done
+        data = TensorDict(entries, batch_size=batch, device=device)
         returned = policy(data)
         data = data if returned is None else returned
         env._check_step_input(data)
@@ -171,15 +167,28 @@ def _run_policy(
     return steps, env._stack_steps(recorded, contiguous=True)
 
 
-def _carried_entries(data: TensorDictBase) -> TensorDictBase | None:
-    """What the policy wrote that the next step's input keeps (``step_mdp``'s rule):
-    its root entries but the action, and its ``"next"`` entries moved up."""
-    if len(data.keys()) <= len(_ENV_ROOT_KEYS) + 1:  # the env's entries and the action only
-        return None
-    carried = data.exclude("action", "next", *_ENV_ROOT_KEYS)
-    written_next = data.get("next", None)
+def _carried_entries(data: TensorDictBase) -> dict[str, Any]:
+    """What the policy wrote that the next step's input keeps (``step_mdp``'s rule): its
+    root entries but the action, then its ``"next"`` entries moved up, which win.
+
+    Sub-tensordicts are copied (shallowly), so that the next step's policy cannot
+    change the recorded step by writing into them.
+    """
+    carried: dict[str, Any] = {}
+    written_next = None
+    for key, value in data.items():
+        if key == "next":
+            written_next = value
+        elif key not in _ENV_ROOT_KEYS and key != "action":
+            carried[key] = value.copy() if isinstance(value, TensorDictBase) else value
     if written_next is not None:
-        carried.update(written_next.exclude(*_ENV_NEXT_KEYS))
+        for key, value in written_next.items():
+            if key in _ENV_NEXT_KEYS:
+                continue
+            previous = carried.get(key)
+            if isinstance(value, TensorDictBase):
+                value = previous.update(value) if isinstance(previous, TensorDictBase) else value.copy()
+            carried[key] = value
     return carried
 
 
