@@ -229,7 +229,43 @@ class _Discrete:
         return f"DiscreteBox(n={self.n})"
 
 
-class Categorical(TensorSpec):
+class _Categories:
+    """What ``Categorical`` and ``OneHot`` share: ``n`` categories and an optional mask
+    of the allowed ones, from which ``rand`` draws."""
+
+    n: int
+    mask: torch.Tensor | None
+    device: torch.device
+
+    @property
+    def space(self) -> Any:
+        """An object with an ``n`` attribute (torchrl-style ``spec.space.n``)."""
+        return _Discrete(self.n)
+
+    @property
+    def domain(self) -> str:
+        """Always ``"discrete"``."""
+        return "discrete"
+
+    def _draw_indices(self, batch_shape: torch.Size, generator: torch.Generator | None) -> torch.Tensor:
+        """Uniform category indices of shape ``batch_shape``, among the allowed ones if masked."""
+        if self.mask is None:
+            return self._randint(self.n, batch_shape, generator)  # type: ignore[attr-defined]
+        weights = self.mask.expand(batch_shape + torch.Size((self.n,))).reshape(-1, self.n).float()
+        if generator is not None and generator.device != self.device:
+            drawn = torch.multinomial(weights.to(generator.device), 1, generator=generator).to(self.device)
+        else:
+            drawn = torch.multinomial(weights, 1, generator=generator)
+        return drawn.reshape(batch_shape)
+
+    def _repr_fields(self) -> list[str]:
+        out = [f"n={self.n}"]
+        if self.mask is not None:
+            out.append("masked=True")
+        return out
+
+
+class Categorical(_Categories, TensorSpec):
     """Integer category indices in ``[0, n)``.
 
     Args:
@@ -280,16 +316,6 @@ class Categorical(TensorSpec):
         if mask is not None:
             self.update_mask(mask)
 
-    @property
-    def space(self) -> Any:
-        """An object with an ``n`` attribute (torchrl-style ``spec.space.n``)."""
-        return _Discrete(self.n)
-
-    @property
-    def domain(self) -> str:
-        """Always ``"discrete"``."""
-        return "discrete"
-
     def update_mask(self, mask: torch.Tensor | None) -> None:
         """Set (or clear, with None) the mask of allowed categories, of shape ``shape + (n,)``.
 
@@ -318,17 +344,7 @@ class Categorical(TensorSpec):
 
     def rand(self, shape: ShapeLike | None = None, *, generator: torch.Generator | None = None) -> torch.Tensor:
         """A uniform random category index (among the allowed ones if masked)."""
-        full = self._full_shape(shape)
-        if self.mask is None:
-            out = self._randint(self.n, full, generator)
-        else:
-            m = self.mask.expand(full + torch.Size((self.n,))).reshape(-1, self.n).float()
-            if generator is not None and generator.device != self.device:
-                out = torch.multinomial(m.to(generator.device), 1, generator=generator).to(self.device)
-            else:
-                out = torch.multinomial(m, 1, generator=generator)
-            out = out.reshape(full)
-        return out.to(self.dtype)
+        return self._draw_indices(self._full_shape(shape), generator).to(self.dtype)
 
     def _check_values(self, val: torch.Tensor) -> str | None:
         if self.dtype != torch.bool and bool(((val < 0) | (val >= self.n)).any()):
@@ -353,11 +369,6 @@ class Categorical(TensorSpec):
         """The matching :class:`OneHot` spec (shape ``shape + (n,)``)."""
         return OneHot(self.n, shape=self.shape + torch.Size((self.n,)), device=self.device, mask=self.mask)
 
-    def _repr_fields(self) -> list[str]:
-        out = [f"n={self.n}"]
-        if self.mask is not None:
-            out.append("masked=True")
-        return out
 
 
 class Binary(Categorical):
@@ -418,7 +429,7 @@ class Binary(Categorical):
         return []
 
 
-class OneHot(TensorSpec):
+class OneHot(_Categories, TensorSpec):
     """One-hot vectors over ``n`` categories; the last dim has size ``n``.
 
     Args:
@@ -467,16 +478,6 @@ class OneHot(TensorSpec):
         if mask is not None:
             self.update_mask(mask)
 
-    @property
-    def space(self) -> Any:
-        """An object with an ``n`` attribute (torchrl-style ``spec.space.n``)."""
-        return _Discrete(self.n)
-
-    @property
-    def domain(self) -> str:
-        """Always ``"discrete"``."""
-        return "discrete"
-
     def update_mask(self, mask: torch.Tensor | None) -> None:
         """Set (or clear, with None) the boolean mask of allowed categories (shape ``shape``)."""
         if mask is None:
@@ -495,17 +496,8 @@ class OneHot(TensorSpec):
 
     def rand(self, shape: ShapeLike | None = None, *, generator: torch.Generator | None = None) -> torch.Tensor:
         """A random one-hot vector (among the allowed categories if masked)."""
-        full = self._full_shape(shape)
-        if self.mask is None:
-            idx = self._randint(self.n, full[:-1], generator)
-        else:
-            m = self.mask.expand(full).reshape(-1, self.n).float()
-            if generator is not None and generator.device != self.device:
-                idx = torch.multinomial(m.to(generator.device), 1, generator=generator).to(self.device)
-            else:
-                idx = torch.multinomial(m, 1, generator=generator)
-            idx = idx.reshape(full[:-1])
-        return torch.nn.functional.one_hot(idx, self.n).to(self.dtype)
+        indices = self._draw_indices(self._full_shape(shape)[:-1], generator)
+        return torch.nn.functional.one_hot(indices, self.n).to(self.dtype)
 
     def _check_values(self, val: torch.Tensor) -> str | None:
         v = val.to(torch.int64) if val.dtype != torch.bool else val.long()
@@ -549,11 +541,6 @@ class OneHot(TensorSpec):
         """The matching :class:`Categorical` spec (shape ``shape[:-1]``)."""
         return Categorical(self.n, shape=self.shape[:-1], device=self.device, mask=self.mask)
 
-    def _repr_fields(self) -> list[str]:
-        out = [f"n={self.n}"]
-        if self.mask is not None:
-            out.append("masked=True")
-        return out
 
 
 class MultiCategorical(TensorSpec):
