@@ -46,6 +46,7 @@ class default_info_dict_reader:  # noqa: N801 - the reference library's name
     def __init__(self, keys: Sequence[str], spec: Composite | Mapping[str, TensorSpec] | None = None) -> None:
         self.keys = list(keys)
         self._spec = spec
+        self._specs_by_batch: dict[torch.Size, Composite] = {}
 
     def info_spec(self, batch_size: torch.Size) -> Composite:
         """The specs of the entries read, for an env of batch size ``batch_size``."""
@@ -60,7 +61,9 @@ class default_info_dict_reader:  # noqa: N801 - the reference library's name
 
     def __call__(self, info: Mapping[str, Any], tensordict: TensorDictBase) -> TensorDictBase:
         """Writes the entries of ``info`` into ``tensordict`` (zeros where absent)."""
-        spec = self.info_spec(tensordict.batch_size)
+        spec = self._specs_by_batch.get(tensordict.batch_size)
+        if spec is None:
+            spec = self._specs_by_batch[tensordict.batch_size] = self.info_spec(tensordict.batch_size)
         for key in self.keys:
             leaf = spec[key]
             if key in info:
@@ -97,6 +100,8 @@ class GymLikeEnv(EnvBase):
     def read_obs(self, observations: Any) -> dict[str, Any]:
         """Maps the simulator's observation to output entries, typed like the observation
         spec (an array becomes ``"observation"``, a dict its own keys, a tuple ``"0"``, ``"1"``...)."""
+        if isinstance(observations, tuple):  # a Tuple space: entries "0", "1", ...
+            observations = {str(i): item for i, item in enumerate(observations)}
         if isinstance(observations, Mapping):
             return {key: self._read_entry(value, (key,)) for key, value in observations.items()}
         return {"observation": self._read_entry(observations, ("observation",))}

@@ -340,3 +340,30 @@ def test_non_tensor_observations_pass_through():
     assert data.batch_size == torch.Size([3])
     assert list(data["next", "observation"]) == ["step1", "step2", "step3"]
     assert list(data["observation"]) == ["start", "step1", "step2"]
+
+
+class TupleEnv(gymnasium.Env):
+    """A gymnasium env whose observation space is a Tuple at the top level."""
+
+    observation_space = spaces.Tuple((spaces.Discrete(4), spaces.Box(-1.0, 1.0, (2,), dtype=np.float32)))
+    action_space = spaces.Box(-1.0, 1.0, (1,), dtype=np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return (0, np.zeros(2, dtype=np.float32)), {}
+
+    def step(self, action):
+        self.t += 1
+        return (self.t % 4, np.full(2, float(action[0]), dtype=np.float32)), 0.0, False, self.t >= 5, {}
+
+
+def test_top_level_tuple_observations():
+    env = GymWrapper(TupleEnv())
+    assert set(env.observation_spec.keys()) == {"0", "1"}
+    check_env_specs(env)
+    data = env.rollout(10)
+    assert data.batch_size == torch.Size([5])
+    assert data["next", "0"].tolist() == [1, 2, 3, 0, 1]
+    assert torch.equal(data["next", "1"][:, 0], data["action"][:, 0])
+    assert data["next", "truncated"][-1].all() and not data["next", "terminated"].any()
