@@ -6,7 +6,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from cadence.data import Bounded, Categorical, Composite, Unbounded
-from cadence.envs import EnvBase
+from cadence.envs import EnvBase, GymEnv
 
 
 class CountingEnv(EnvBase):
@@ -70,3 +70,34 @@ class MultiLevelZerosEnv(EnvBase):
         for prefix in ((), ("agent0",), ("agent1",)):
             out.set(prefix + ("done",), no.clone())
         return out
+
+
+class GenericPathGymEnv(GymEnv):
+    """A gymnasium env kept off the rollout shortcut: its observation reader is not the stock one."""
+
+    def read_obs(self, observations):
+        return super().read_obs(observations)
+
+
+def assert_same_rollout(fast: TensorDictBase, slow: TensorDictBase) -> None:
+    """The two rollouts hold the same entries, dtypes and values."""
+    assert fast.batch_size == slow.batch_size and fast.names == slow.names
+    assert set(fast.keys(True, True)) == set(slow.keys(True, True))
+    for key in fast.keys(True, True):
+        assert fast[key].dtype == slow[key].dtype, key
+        assert torch.equal(fast[key], slow[key]), key
+
+
+class SharedCounterEnv(CountingEnv):
+    """A CountingEnv whose steps also bump a buffer, to see buffers shared across envs."""
+
+    def __init__(self, max_count: int = 100) -> None:
+        super().__init__(max_count=max_count)
+        self.register_buffer("steps_taken", torch.zeros((), dtype=torch.long))
+
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        self.steps_taken.add_(1)
+        return super()._step(tensordict)
+
+    def twice(self, value: int) -> int:
+        return 2 * value

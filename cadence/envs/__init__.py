@@ -5,6 +5,7 @@ Examples:
     >>> check_env_specs(PendulumEnv())
 """
 
+from cadence.envs.batched import BatchedEnvBase, EnvCreator, SerialEnv
 from cadence.envs.common import EnvBase, EnvMetaData
 from cadence.envs.custom import PendulumEnv
 from cadence.envs.gym_like import GymLikeEnv, default_info_dict_reader
@@ -22,7 +23,9 @@ from cadence.envs.utils import (
 )
 
 __all__ = [
+    "BatchedEnvBase",
     "EnvBase",
+    "EnvCreator",
     "EnvMetaData",
     "ExplorationType",
     "GymEnv",
@@ -30,6 +33,7 @@ __all__ = [
     "GymWrapper",
     "PendulumEnv",
     "RandomPolicy",
+    "SerialEnv",
     "check_env_specs",
     "default_info_dict_reader",
     "exploration_type",

@@ -434,13 +434,16 @@ class EnvBase(EnvSpecs, torch.nn.Module):
             (True, False)
         """
         masks = self._effective_reset_masks(tensordict) if tensordict is not None else {}
+        if masks and not any(bool(mask.any()) for mask in masks.values()):
+            # nothing to reset: the simulator is left alone, the input is the output
+            self._drop_reset_keys(tensordict)
+            return tensordict.copy()
         out = self._reset(tensordict, **kwargs)
-        for prefix in self._done_prefixes:
-            for name in ("done", "terminated", "truncated"):
-                key = prefix + (name,)
-                if key in self.full_done_spec and out.get(key, None) is None:
-                    spec = self.full_done_spec[key]
-                    out.set(key, torch.zeros(out.batch_size + spec.shape[self.batch_dims :], dtype=spec.dtype, device=spec.device))
+        for key in self.done_keys:
+            if out.get(key, None) is None:
+                spec = self.full_done_spec[key]
+                shape = out.batch_size + spec.shape[self.batch_dims :]
+                out.set(key, torch.zeros(shape, dtype=spec.dtype, device=spec.device))
         if self.auto_reset:
             for key in self.done_keys:
                 out.set(key, torch.zeros_like(out.get(key)))
@@ -448,9 +451,7 @@ class EnvBase(EnvSpecs, torch.nn.Module):
             out = out.exclude(*self.reset_keys)
             self._mask_partial_reset(out, tensordict, masks)
             tensordict.update(out)
-            for key in self.reset_keys:
-                if key in tensordict.keys(include_nested=True):
-                    del tensordict[key]
+            self._drop_reset_keys(tensordict)
         elif not self.allow_done_after_reset:
             for key in self.done_keys:
                 if out.get(key).any():
@@ -459,6 +460,11 @@ class EnvBase(EnvSpecs, torch.nn.Module):
                         f"allow_done_after_reset=True if that is expected."
                     )
         return out
+
+    def _drop_reset_keys(self, tensordict: TensorDictBase) -> None:
+        for key in self.reset_keys:
+            if key in tensordict.keys(include_nested=True):
+                del tensordict[key]
 
     @staticmethod
     def _mask_partial_reset(

@@ -454,3 +454,12 @@ def test_to_moves_specs_and_device():
     env = CountingEnv().to("cpu")
     assert env.device == torch.device("cpu")
     assert env.observation_spec["count"].device == torch.device("cpu")
+
+
+def test_reset_with_nothing_selected_leaves_the_simulator_alone():
+    env = MultiLevelZerosEnv()
+    calls = len(env.reset_inputs)
+    data = TensorDict({"val": [1, 1], "_reset": [False, False]}, [])
+    out = env.reset(data)
+    assert len(env.reset_inputs) == calls
+    assert out["val"].tolist() == [1, 1] and "_reset" not in data.keys()

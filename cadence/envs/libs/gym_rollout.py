@@ -9,6 +9,9 @@ the observation to the policy, and what the policy writes is kept as the generic
 keeps it (its other entries stay at the root for the next step, its ``"next"`` entries
 move up). The result is the generic rollout's, entry for entry (the tests compare them).
 
+A ``SerialEnv`` of such wrappers takes the same path: its sub-envs are stepped one
+after the other into the same arrays (``SimulatorGroup``).
+
 Examples:
     >>> from cadence.envs.libs.gym import GymEnv
     >>> env = GymEnv("CartPole-v1")
@@ -26,9 +29,10 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 if TYPE_CHECKING:  # pragma: no cover - type hints only
+    from cadence.envs.common import EnvBase
     from cadence.envs.libs.gym import GymWrapper
 
-__all__ = ["fast_gym_rollout"]
+__all__ = ["SimulatorGroup", "fast_gym_rollout"]
 
 _ENV_ROOT_KEYS = ("observation", "done", "terminated", "truncated")
 _ENV_NEXT_KEYS = ("observation", "reward", "done", "terminated", "truncated")
@@ -37,7 +41,7 @@ _ENV_NEXT_KEYS = ("observation", "reward", "done", "terminated", "truncated")
 class _StepArrays:
     """The rollout's env data, time first, preallocated from the specs."""
 
-    def __init__(self, env: GymWrapper, max_steps: int) -> None:
+    def __init__(self, env: EnvBase, max_steps: int) -> None:
         batch = tuple(env.batch_size)
         obs_spec = env.full_observation_spec["observation"]
         obs_dtype = torch.empty(0, dtype=obs_spec.dtype).numpy().dtype
@@ -48,37 +52,107 @@ class _StepArrays:
         self.truncated = np.zeros((max_steps, *batch), dtype=bool)
 
 
+class SimulatorGroup:
+    """Gymnasium simulators stepped as one batch: one vector env, or the sub-envs of a
+    ``SerialEnv`` one after the other (their batches stacked on a leading dim).
+
+    Args:
+        wrappers: the wrappers whose simulators are stepped; one vector wrapper, or
+            several wrappers of the same spaces.
+        serial: whether the wrappers are the sub-envs of a serial batch.
+    """
+
+    def __init__(self, wrappers: list[GymWrapper], serial: bool) -> None:
+        self.wrappers = wrappers
+        self.serial = serial
+        self.to_backend = wrappers[0]._to_backend
+        self._results: tuple[np.ndarray, ...] | None = None
+
+    def reset_all(self) -> Any:
+        """Resets every simulator (passing the seeds given to ``set_seed``)."""
+        if not self.serial:
+            return self.wrappers[0]._reset_backend()[0]
+        return np.stack([np.asarray(w._reset_backend()[0]) for w in self.wrappers])
+
+    def step(self, actions: Any) -> tuple[Any, Any, Any, Any]:
+        """One step of every simulator: (obs, reward, terminated, truncated), batched."""
+        if not self.serial:
+            obs, reward, terminated, truncated, _ = self.wrappers[0]._env.step(actions)
+            return obs, reward, terminated, truncated
+        results = [w._env.step(a) for w, a in zip(self.wrappers, actions)]
+        return tuple(np.stack([np.asarray(r[k]) for r in results]) for k in range(4))  # type: ignore[return-value]
+
+    def reset_done(self, done: np.ndarray, obs: Any) -> Any:
+        """Resets the done simulators (or sub-envs); returns the batch's observations."""
+        if not self.serial:
+            return self.wrappers[0]._env.reset(options={"reset_mask": done})[0]
+        obs = np.array(obs, copy=True)
+        for i, wrapper in enumerate(self.wrappers):
+            if done[i].any():
+                if wrapper.is_vector:
+                    obs[i] = wrapper._env.reset(options={"reset_mask": done[i]})[0]
+                else:
+                    obs[i] = wrapper._env.reset()[0]
+        return obs
+
+
 def fast_gym_rollout(
-    env: GymWrapper,
+    env: EnvBase,
     max_steps: int,
     policy: Callable[[TensorDictBase], TensorDictBase | None] | None,
     break_when_any_done: bool,
     set_truncated: bool,
+    group: SimulatorGroup | None = None,
 ) -> TensorDictBase:
     """Runs ``env.rollout`` on the shortcut; see the module's docstring for when it applies.
 
     Args:
-        env: a gymnasium env wrapper whose rollout may take the shortcut.
+        env: the env whose rollout this is (a gymnasium wrapper, or a serial batch of them).
         max_steps: the number of steps.
         policy: a tensordict policy, or ``None`` for random actions from ``env.rng``.
         break_when_any_done: stop at the first done step.
         set_truncated: mark the last step truncated.
+        group: the simulators to step when ``env`` is not a single wrapper.
 
     Returns:
         The rollout, laid out as the generic ``EnvBase.rollout`` lays it out.
     """
     arrays = _StepArrays(env, max_steps)
-    obs, _ = env._reset_backend()
-    arrays.root_obs[0] = obs
+    if group is None and not env.is_vector:  # type: ignore[attr-defined]
+        return _single_rollout(env, arrays, max_steps, policy, break_when_any_done, set_truncated)
+    group = group if group is not None else SimulatorGroup([env], serial=False)  # type: ignore[list-item]
+    arrays.root_obs[0] = group.reset_all()
     if policy is None:
         actions = env.full_action_spec["action"].rand(torch.Size([max_steps]), generator=env.rng)
-        run = _run_random_vector if env.is_vector else _run_random_single
-        steps = run(env, arrays, env._to_backend(actions), break_when_any_done)
-        policy_data = None
-    else:
-        steps, policy_data = _run_policy(env, arrays, policy, break_when_any_done)
-        actions = None
-    return _assemble(env, arrays, steps, actions, policy_data, set_truncated)
+        steps = _run_random_batched(group, arrays, group.to_backend(actions), break_when_any_done)
+        return _assemble(env, arrays, steps, actions, None, set_truncated)
+    steps, policy_data = _run_policy(env, arrays, policy, break_when_any_done, group.step, group.to_backend,
+                                     lambda done, obs: group.reset_done(done, obs))
+    return _assemble(env, arrays, steps, None, policy_data, set_truncated)
+
+
+def _single_rollout(
+    env: GymWrapper,
+    arrays: _StepArrays,
+    max_steps: int,
+    policy: Callable[[TensorDictBase], TensorDictBase | None] | None,
+    break_when_any_done: bool,
+    set_truncated: bool,
+) -> TensorDictBase:
+    arrays.root_obs[0] = env._reset_backend()[0]
+    if policy is None:
+        actions = env.full_action_spec["action"].rand(torch.Size([max_steps]), generator=env.rng)
+        steps = _run_random_single(env, arrays, env._to_backend(actions), break_when_any_done)
+        return _assemble(env, arrays, steps, actions, None, set_truncated)
+
+    def step(action: Any) -> tuple[Any, Any, Any, Any]:
+        obs, reward, terminated, truncated, _ = env._env.step(action)
+        return obs, reward, terminated, truncated
+
+    steps, policy_data = _run_policy(
+        env, arrays, policy, break_when_any_done, step, env._to_backend, lambda done, obs: env._env.reset()[0]
+    )
+    return _assemble(env, arrays, steps, None, policy_data, set_truncated)
 
 
 def _run_random_single(env: GymWrapper, arrays: _StepArrays, actions: Any, break_when_any_done: bool) -> int:
@@ -106,12 +180,12 @@ def _run_random_single(env: GymWrapper, arrays: _StepArrays, actions: Any, break
     return steps
 
 
-def _run_random_vector(env: GymWrapper, arrays: _StepArrays, actions: Any, break_when_any_done: bool) -> int:
-    step_env, reset_env = env._env.step, env._env.reset
+def _run_random_batched(group: SimulatorGroup, arrays: _StepArrays, actions: Any, break_when_any_done: bool) -> int:
+    step, reset_done = group.step, group.reset_done
     next_obs, root_obs = arrays.next_obs, arrays.root_obs
     max_steps = len(next_obs)
     for t in range(max_steps):
-        obs, r, te, tr, _ = step_env(actions[t])
+        obs, r, te, tr = step(actions[t])
         next_obs[t] = obs
         arrays.reward[t] = r
         arrays.terminated[t] = te
@@ -121,19 +195,21 @@ def _run_random_vector(env: GymWrapper, arrays: _StepArrays, actions: Any, break
             if break_when_any_done:
                 return t + 1
             if t + 1 < max_steps:
-                obs, _ = reset_env(options={"reset_mask": done})
+                obs = reset_done(done, obs)
         if t + 1 < max_steps:
             root_obs[t + 1] = obs
     return max_steps
 
 
 def _run_policy(
-    env: GymWrapper,
+    env: EnvBase,
     arrays: _StepArrays,
     policy: Callable[[TensorDictBase], TensorDictBase | None],
     break_when_any_done: bool,
+    step: Callable[[Any], tuple[Any, Any, Any, Any]],
+    to_backend: Callable[[torch.Tensor], Any],
+    reset_done: Callable[[Any, Any], Any],
 ) -> tuple[int, TensorDictBase]:
-    step_env = env._env.step
     batch, device = env.batch_size, env.device
     root_obs = torch.from_numpy(arrays.root_obs)
     not_done = torch.zeros((*batch, 1), dtype=torch.bool)
@@ -148,7 +224,7 @@ def _run_policy(
         returned = policy(data)
         data = data if returned is None else returned
         env._check_step_input(data)
-        obs, r, te, tr, _ = step_env(env._to_backend(data.get("action")))
+        obs, r, te, tr = step(to_backend(data.get("action")))
         arrays.next_obs[t] = obs
         arrays.reward[t] = r
         arrays.terminated[t] = te
@@ -161,7 +237,7 @@ def _run_policy(
                 steps = t + 1
                 break
             if t + 1 < max_steps:
-                obs = env._env.reset(options={"reset_mask": done})[0] if env.is_vector else env._env.reset()[0]
+                obs = reset_done(done, obs)
         if t + 1 < max_steps:
             arrays.root_obs[t + 1] = obs
     return steps, env._stack_steps(recorded, contiguous=True)
@@ -193,7 +269,7 @@ def _carried_entries(data: TensorDictBase) -> dict[str, Any]:
 
 
 def _assemble(
-    env: GymWrapper,
+    env: EnvBase,
     arrays: _StepArrays,
     steps: int,
     actions: torch.Tensor | None,

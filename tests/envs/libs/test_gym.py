@@ -15,6 +15,7 @@ from cadence.data import Binary, Bounded, Categorical, Composite, MultiCategoric
 from cadence.envs import check_env_specs
 from cadence.envs.gym_like import default_info_dict_reader
 from cadence.envs.libs.gym import GymEnv, GymWrapper, set_gym_backend, space_to_spec
+from tests.fakes import GenericPathGymEnv, assert_same_rollout
 
 spaces = gymnasium.spaces
 
@@ -110,21 +111,6 @@ def test_seeding_repeats_the_rollout():
     assert (a.rollout(50, break_when_any_done=False) == b.rollout(50, break_when_any_done=False)).all()
     b.set_seed(8)
     assert not torch.equal(a.rollout(5)["observation"], b.rollout(5)["observation"])
-
-
-class GenericPathGymEnv(GymEnv):
-    """The same env kept off the rollout shortcut: its observation reader is not the stock one."""
-
-    def read_obs(self, observations):
-        return super().read_obs(observations)
-
-
-def assert_same_rollout(fast: TensorDict, slow: TensorDict) -> None:
-    assert fast.batch_size == slow.batch_size and fast.names == slow.names
-    assert set(fast.keys(True, True)) == set(slow.keys(True, True))
-    for key in fast.keys(True, True):
-        assert fast[key].dtype == slow[key].dtype, key
-        assert torch.equal(fast[key], slow[key]), key
 
 
 @pytest.mark.parametrize("num_envs", [None, 3])
