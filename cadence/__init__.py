@@ -1,3 +1,7 @@
 """Cadence: reinforcement learning on PyTorch with precise specs and fast rollouts."""
 
 __version__ = "0.1.0"
+
+#: Whether worker processes (``ParallelEnv``, the multi-process collectors) ignore all
+#: warnings, so that N workers do not print N copies of each. Read when a pool starts.
+filter_warnings_subprocess: bool = True

@@ -101,3 +101,30 @@ class SharedCounterEnv(CountingEnv):
 
     def twice(self, value: int) -> int:
         return 2 * value
+
+
+class FailingEnv(CountingEnv):
+    """Raises in ``_step`` once it has counted to ``fail_at``."""
+
+    def __init__(self, fail_at: int = 2) -> None:
+        super().__init__(max_count=100)
+        self.fail_at = fail_at
+
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        if float(self.count.max()) + 1 >= self.fail_at:
+            raise ValueError(f"the simulator broke at step {self.fail_at}")
+        return super()._step(tensordict)
+
+
+class SleepyEnv(CountingEnv):
+    """Sleeps ``sleep_s`` seconds in ``_step``: a worker that hangs."""
+
+    def __init__(self, sleep_s: float = 30.0) -> None:
+        super().__init__(max_count=100)
+        self.sleep_s = sleep_s
+
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        import time
+
+        time.sleep(self.sleep_s)
+        return super()._step(tensordict)

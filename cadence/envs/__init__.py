@@ -10,7 +10,9 @@ from cadence.envs.common import EnvBase, EnvMetaData
 from cadence.envs.custom import PendulumEnv
 from cadence.envs.gym_like import GymLikeEnv, default_info_dict_reader
 from cadence.envs.libs import get_available_libraries
+from cadence.envs.libs.envpool import MultiThreadedEnv, MultiThreadedEnvWrapper  # envpool itself is imported lazily
 from cadence.envs.libs.gym import GymEnv, GymWrapper, gym_backend, set_gym_backend
+from cadence.envs.parallel import ParallelEnv
 from cadence.envs.utils import (
     ExplorationType,
     RandomPolicy,
@@ -31,6 +33,9 @@ __all__ = [
     "GymEnv",
     "GymLikeEnv",
     "GymWrapper",
+    "MultiThreadedEnv",
+    "MultiThreadedEnvWrapper",
+    "ParallelEnv",
     "PendulumEnv",
     "RandomPolicy",
     "SerialEnv",

@@ -138,7 +138,7 @@ def _per_worker(value: Any, num_workers: int, what: str) -> list[Any]:
     return [value] * num_workers
 
 
-class _BatchedCall:
+class BatchedMethod:
     """A method of every sub-env: calling it calls them all and returns the list of results."""
 
     def __init__(self, env: BatchedEnvBase, name: str) -> None:
@@ -219,8 +219,9 @@ class BatchedEnvBase(EnvBase):
     def _call_workers(self, name: str, *args: Any, **kwargs: Any) -> list[Any]:
         raise TypeError(f"{type(self).__name__} must define _call_workers()")
 
-    def _get_worker_attr(self, name: str) -> list[Any]:
-        raise TypeError(f"{type(self).__name__} must define _get_worker_attr()")
+    def _worker_attribute(self, name: str) -> list[Any] | BatchedMethod:
+        """The attribute ``name`` of every sub-env, or a caller of the method ``name``."""
+        raise TypeError(f"{type(self).__name__} must define _worker_attribute()")
 
     def __enter__(self) -> BatchedEnvBase:
         return self
@@ -235,10 +236,7 @@ class BatchedEnvBase(EnvBase):
             if name.startswith("_") or "is_started" not in self.__dict__:  # private, or mid-__init__
                 raise
             self.start()
-            values = self._get_worker_attr(name)
-            if all(callable(value) for value in values):
-                return _BatchedCall(self, name)
-            return values
+            return self._worker_attribute(name)
 
     # ------------------------------------------------------------------ seeding
     def set_seed(self, seed: int | None = None, static_seed: bool = False) -> int | None:
@@ -291,8 +289,9 @@ class SerialEnv(BatchedEnvBase):
         self.start()
         return [getattr(env, name)(*args, **kwargs) for env in self._envs]
 
-    def _get_worker_attr(self, name: str) -> list[Any]:
-        return [getattr(env, name) for env in self._envs]
+    def _worker_attribute(self, name: str) -> list[Any] | BatchedMethod:
+        values = [getattr(env, name) for env in self._envs]
+        return BatchedMethod(self, name) if all(callable(value) for value in values) else values
 
     def _seed_workers(self, seed: int | None, static_seed: bool) -> int | None:
         for env in self._envs:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import torch
-from tensordict import TensorDict, TensorDictBase
+from tensordict import TensorDictBase
 from tensordict.nn import InteractionType, interaction_type, set_interaction_type
 
 from cadence.data import Composite, TensorSpec, Unbounded

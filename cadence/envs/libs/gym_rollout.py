@@ -103,6 +103,7 @@ def fast_gym_rollout(
     break_when_any_done: bool,
     set_truncated: bool,
     group: SimulatorGroup | None = None,
+    actions: torch.Tensor | None = None,
 ) -> TensorDictBase:
     """Runs ``env.rollout`` on the shortcut; see the module's docstring for when it applies.
 
@@ -113,21 +114,24 @@ def fast_gym_rollout(
         break_when_any_done: stop at the first done step.
         set_truncated: mark the last step truncated.
         group: the simulators to step when ``env`` is not a single wrapper.
+        actions: with no policy, the actions to take (time first) rather than random ones.
 
     Returns:
         The rollout, laid out as the generic ``EnvBase.rollout`` lays it out.
     """
     arrays = _StepArrays(env, max_steps)
+    if policy is None and actions is None:
+        actions = env.full_action_spec["action"].rand(torch.Size([max_steps]), generator=env.rng)
     if group is None and not env.is_vector:  # type: ignore[attr-defined]
-        return _single_rollout(env, arrays, max_steps, policy, break_when_any_done, set_truncated)
+        return _single_rollout(env, arrays, max_steps, policy, break_when_any_done, set_truncated, actions)
     group = group if group is not None else SimulatorGroup([env], serial=False)  # type: ignore[list-item]
     arrays.root_obs[0] = group.reset_all()
     if policy is None:
-        actions = env.full_action_spec["action"].rand(torch.Size([max_steps]), generator=env.rng)
         steps = _run_random_batched(group, arrays, group.to_backend(actions), break_when_any_done)
         return _assemble(env, arrays, steps, actions, None, set_truncated)
-    steps, policy_data = _run_policy(env, arrays, policy, break_when_any_done, group.step, group.to_backend,
-                                     lambda done, obs: group.reset_done(done, obs))
+    steps, policy_data = _run_policy(
+        env, arrays, policy, break_when_any_done, group.step, group.to_backend, group.reset_done
+    )
     return _assemble(env, arrays, steps, None, policy_data, set_truncated)
 
 
@@ -138,10 +142,10 @@ def _single_rollout(
     policy: Callable[[TensorDictBase], TensorDictBase | None] | None,
     break_when_any_done: bool,
     set_truncated: bool,
+    actions: torch.Tensor | None,
 ) -> TensorDictBase:
     arrays.root_obs[0] = env._reset_backend()[0]
     if policy is None:
-        actions = env.full_action_spec["action"].rand(torch.Size([max_steps]), generator=env.rng)
         steps = _run_random_single(env, arrays, env._to_backend(actions), break_when_any_done)
         return _assemble(env, arrays, steps, actions, None, set_truncated)
 

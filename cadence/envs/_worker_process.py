@@ -1,0 +1,204 @@
+"""(Internal to ``workers.py``.) What runs in a worker process, and how worker processes are stopped: the child's
+serving loop, the message constants both sides share, and the shutdown used by
+``WorkerPool.close()``, garbage collection and interpreter exit.
+
+Examples:
+    >>> from cadence.envs._worker_process import describe_exit
+    >>> describe_exit(-9)
+    'killed by SIGKILL (exit code -9)'
+"""
+
+from __future__ import annotations
+
+import atexit
+import multiprocessing
+import multiprocessing.connection
+import multiprocessing.util  # imported before our atexit hook, so that ours runs first
+import os
+import pickle
+import signal
+import threading
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from cadence.envs.worker_errors import RemoteError
+
+GET_ATTR = "__cadence_get_attr__"
+FACTORY = "__cadence_factory__"
+STALE = "__cadence_stale__"  # stands for the method of an interrupted call, in messages
+PROTOCOL = pickle.HIGHEST_PROTOCOL
+CLOSE_MESSAGE = pickle.dumps((None, (), {}), protocol=PROTOCOL)
+# How often an orphaned worker checks for its parent, and how long it then gives its
+# own shutdown (on the pipe's end-of-file) before it exits hard.
+ORPHAN_CHECK_S = 1.0
+ORPHAN_GRACE_S = 2.0
+
+
+# ---------------------------------------------------------------------------------------
+# The child
+# ---------------------------------------------------------------------------------------
+
+
+def watch_parent(parent_pid: int) -> None:
+    # The pipe's end-of-file is not enough to notice the parent's death: processes forked
+    # later (by this pool or by anybody) may hold copies of the parent's end.
+    while True:
+        time.sleep(ORPHAN_CHECK_S)
+        if os.getppid() != parent_pid:
+            time.sleep(ORPHAN_GRACE_S)
+            os._exit(1)
+
+
+def serve(obj: Any, conn: multiprocessing.connection.Connection) -> None:
+    recv_bytes, send_bytes = conn.recv_bytes, conn.send_bytes
+    loads, dumps = pickle.loads, pickle.dumps
+    while True:
+        try:
+            message = recv_bytes()
+        except (EOFError, OSError):  # the parent is gone
+            return
+        try:
+            method, args, kwargs = loads(message)
+            if method is None:
+                return
+            if method == GET_ATTR:
+                result = getattr(obj, args[0])
+            else:
+                result = getattr(obj, method)(*args, **kwargs)
+            reply = dumps(result, protocol=PROTOCOL)
+        except Exception as err:  # SystemExit and the like end the worker, on purpose
+            reply = dumps(RemoteError(err), protocol=PROTOCOL)
+        try:
+            send_bytes(reply)
+        except OSError:  # the parent is gone
+            return
+
+
+def worker_main(
+    index: int,
+    factory: Callable[[], Any],
+    conn: multiprocessing.connection.Connection,
+    parent_pid: int,
+    filter_warnings: bool,
+) -> None:
+    # Ctrl-C reaches every process of the terminal's group; the parent alone handles it
+    # (it closes the pool).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # After a fork this process holds copies of the parent ends of every pool's pipes;
+    # they are the parent's, and holding them would hide the parent's death from siblings.
+    for state in list(LIVE_STATES):
+        for other in state.conns:
+            if other is not None:
+                other.close()
+    LIVE_STATES.clear()
+    # N workers with a full thread pool each would oversubscribe the cores; one thread
+    # also keeps the child off the parent's OpenMP pool, which does not survive fork.
+    torch.set_num_threads(1)
+    if filter_warnings:
+        warnings.simplefilter("ignore")
+    threading.Thread(target=watch_parent, args=(parent_pid,), name="cadence-parent-watch", daemon=True).start()
+    try:
+        obj = factory()
+    except Exception as err:
+        conn.send_bytes(pickle.dumps(RemoteError(err), protocol=PROTOCOL))
+        return
+    obj_close = getattr(obj, "close", None)
+    conn.send_bytes(pickle.dumps(None, protocol=PROTOCOL))
+    try:
+        serve(obj, conn)
+    finally:
+        try:
+            if callable(obj_close):
+                obj_close()
+        finally:
+            shutdown_all()  # pools that the object itself started
+
+
+# ---------------------------------------------------------------------------------------
+# Shutdown, shared by close(), garbage collection and interpreter exit
+# ---------------------------------------------------------------------------------------
+
+
+class PoolState:
+    """The processes and pipes of a pool: all that shutting it down needs, no pool reference."""
+
+    def __init__(self, num_workers: int) -> None:
+        self.owner_pid = os.getpid()
+        self.processes: list[Any] = [None] * num_workers
+        self.conns: list[multiprocessing.connection.Connection | None] = [None] * num_workers
+        self.closed = False
+
+
+LIVE_STATES: set[PoolState] = set()
+
+
+def describe_exit(exitcode: int | None) -> str:
+    if exitcode is None:
+        return "it closed its pipe"
+    if exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        return f"killed by {name} (exit code {exitcode})"
+    return f"exited with code {exitcode}"
+
+
+def wait_exit(processes: list[Any], timeout: float) -> list[Any]:
+    """Waits until the processes exit or ``timeout`` passes; returns those still running."""
+    deadline = time.monotonic() + timeout
+    running = [p for p in processes if p.exitcode is None]
+    while running:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        multiprocessing.connection.wait([p.sentinel for p in running], timeout=left)
+        running = [p for p in running if p.exitcode is None]
+    return running
+
+
+def shutdown(state: PoolState, timeout: float) -> None:
+    # A forked child holds a copy of its parent's pools: never let it touch them.
+    if state.closed or state.owner_pid != os.getpid():
+        return
+    state.closed = True
+    LIVE_STATES.discard(state)
+    started = []
+    for conn, proc in zip(state.conns, state.processes):
+        if proc is None:
+            continue
+        started.append(proc)
+        if conn is not None and proc.exitcode is None:
+            try:
+                conn.send_bytes(CLOSE_MESSAGE)
+            except (OSError, ValueError):
+                pass
+    stragglers = wait_exit(started, timeout)
+    for proc in stragglers:
+        proc.terminate()
+    stragglers = wait_exit(stragglers, 0.2)
+    for proc in stragglers:
+        proc.kill()
+    for proc in started:
+        proc.join()
+        proc.close()
+    for conn in state.conns:
+        if conn is not None:
+            conn.close()
+    state.processes[:] = [None] * len(state.processes)
+    state.conns[:] = [None] * len(state.conns)
+
+
+def shutdown_all() -> None:
+    for state in list(LIVE_STATES):
+        shutdown(state, 1.0)
+
+
+# multiprocessing's own exit hook joins every non-daemon child with no timeout, which
+# would wait forever on idle workers; atexit runs hooks in reverse order, so this one
+# (registered after multiprocessing.util was imported) stops the workers first.
+atexit.register(shutdown_all)

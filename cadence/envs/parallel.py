@@ -1,0 +1,350 @@
+"""``ParallelEnv``: one process per sub-env, data exchanged through shared memory.
+
+The parent lays out three shared-memory tensordicts from the specs before the
+workers start (forked workers inherit them): the step inputs (actions, state), the
+step outputs (the ``"next"`` data) and the current data of each worker (what a reset
+returns, kept up to date by every step). A step is then one small message per worker
+(``"step"``) and one in-place copy each way. Envs whose data cannot live in fixed
+buffers (dynamic ``-1`` dims, non-tensor entries) are detected from their specs and
+send their data through the pipes instead.
+
+A rollout with random actions that never stops early runs in chunks: each worker
+rolls its own env out on the gymnasium shortcut, with actions drawn here (so the
+result equals ``SerialEnv``'s for the same seed), in one message per rollout.
+
+Faults never hang the caller (see ``workers.py``): an exception in a worker is raised
+here with its index and traceback; a dead worker is noticed at once and, with
+``max_restarts``, rebuilt, reset and its interrupted episode marked truncated; a
+worker that hangs past ``timeout`` raises a timeout error.
+
+Examples:
+    >>> from cadence.envs import GymEnv, ParallelEnv
+    >>> env = ParallelEnv(2, lambda: GymEnv("Pendulum-v1", g=9.81))
+    >>> env.g
+    [9.81, 9.81]
+    >>> env.rollout(4)["next", "reward"].shape
+    torch.Size([2, 4, 1])
+    >>> env.close()
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from tensordict import LazyStackedTensorDict, TensorDictBase
+
+from cadence.data import NonTensor
+from cadence.envs.batched import BatchedEnvBase, EnvCreator, EnvFactory, BatchedMethod
+from cadence.envs.common import next_seed
+from cadence.envs.workers import WorkerDiedError, WorkerPool, default_start_method
+
+__all__ = ["ParallelEnv"]
+
+_CALLABLE = "<callable>"  # what a worker answers for an attribute that is a method
+
+
+class _SharedBuffers:
+    """The shared-memory tensordicts of a parallel batch, laid out from its specs."""
+
+    def __init__(self, env: ParallelEnv) -> None:
+        zeros = env._step_spec().zero()
+        action_keys = list(env.full_action_spec.keys(True, True))
+        # what a step reads: the actions and, for stateless envs, the state
+        self.input_keys = action_keys + list(env.full_state_spec.keys(True, True))
+        self.input = zeros.select(*self.input_keys).share_memory_()
+        # what a step writes: the "next" data
+        self.output = zeros.get("next").clone().share_memory_()
+        # what a worker stands at: a reset's output, updated by each step
+        self.current = zeros.exclude("next", *action_keys).share_memory_()
+        self.current_keys = list(self.current.keys(True, True))
+
+
+class _EnvWorker:
+    """What runs in a worker process: one env and its slices of the shared buffers."""
+
+    def __init__(self, creator: EnvCreator, index: int, buffers: _SharedBuffers | None) -> None:
+        from cadence.envs.libs.gym import GymWrapper
+
+        self.env = creator()
+        self.index = index
+        self.shared = buffers is not None
+        self.fast = isinstance(self.env, GymWrapper) and self.env._fast_path_applies()
+        if buffers is not None:
+            self.input = buffers.input[index]
+            self.output = buffers.output[index]
+            self.current = buffers.current[index]
+            self.current_keys = buffers.current_keys
+            self.reward_keys = self.env.reward_keys
+        if buffers is not None and self.fast:
+            self._bind_arrays()
+
+    def _bind_arrays(self) -> None:
+        """Numpy views of the shared slices, for stepping the simulator directly."""
+        self.action = self.input.get("action")
+        flat = {name: self.output.get(name).numpy().reshape(-1) for name in ("reward", "done", "terminated", "truncated")}
+        self.reward_out, self.done_out = flat["reward"], flat["done"]
+        self.terminated_out, self.truncated_out = flat["terminated"], flat["truncated"]
+        self.obs_out = self.output.get("observation").numpy()
+        self.obs_now = self.current.get("observation").numpy()
+        self.done_now = {name: self.current.get(name).numpy().reshape(-1) for name in ("done", "terminated", "truncated")}
+
+    # ------------------------------------------------------------------ protocol
+    def set_seed(self, seed: int | None, static_seed: bool) -> int | None:
+        return self.env.set_seed(seed, static_seed=static_seed)
+
+    def reset(self, tensordict: TensorDictBase | None) -> TensorDictBase | None:
+        out = self.env.reset(tensordict)
+        if not self.shared:
+            return out
+        self.current.update_(out.select(*self.current_keys, strict=False))
+        return None
+
+    def step(self, tensordict: TensorDictBase | None = None) -> TensorDictBase | None:
+        if not self.shared:
+            assert tensordict is not None
+            return self.env.step(tensordict).get("next")
+        if self.fast:
+            self._step_arrays()
+            return None
+        data = self.env.step(self.input.copy())
+        result = data.get("next")
+        self.output.update_(result)
+        self.current.update_(result.select(*self.current_keys, strict=False))
+        return None
+
+    def _step_arrays(self) -> None:
+        env = self.env
+        obs, reward, terminated, truncated, _ = env._env.step(env._to_backend(self.action))
+        self.obs_out[...] = obs
+        self.obs_now[...] = obs
+        self.reward_out[...] = reward
+        self.terminated_out[...] = terminated
+        self.truncated_out[...] = truncated
+        self.done_out[...] = self.terminated_out | self.truncated_out
+        for name, out in (("done", self.done_out), ("terminated", self.terminated_out), ("truncated", self.truncated_out)):
+            self.done_now[name][...] = out
+
+    def rollout_chunk(self, actions: torch.Tensor, max_steps: int, set_truncated: bool) -> TensorDictBase:
+        from cadence.envs.libs.gym_rollout import fast_gym_rollout
+
+        data = fast_gym_rollout(self.env, max_steps, None, False, set_truncated, actions=actions)
+        if self.shared:
+            last = data[..., -1].get("next")
+            self.current.update_(last.select(*self.current_keys, strict=False))
+        return data
+
+    def env_attr(self, name: str) -> Any:
+        value = getattr(self.env, name)
+        return _CALLABLE if callable(value) else value
+
+    def env_call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        return getattr(self.env, name)(*args, **kwargs)
+
+    def close(self) -> None:
+        self.env.close()
+
+
+class ParallelEnv(BatchedEnvBase):
+    """``num_workers`` envs, each in its own process, with the API of any env.
+
+    Args:
+        num_workers: the number of sub-envs (and processes).
+        create_env_fn: builds a sub-env (an ``EnvCreator`` or any callable; closures
+            and lambdas work: workers are forked); or one per worker.
+        create_env_kwargs: its keyword arguments; or one dict per worker.
+        device: the batch's device.
+        timeout: seconds a worker may take to answer before a timeout error.
+        max_restarts: how many times each worker may be rebuilt after dying.
+        start_method: ``"fork"`` (the default on Linux, see ``workers.py``) or
+            ``"spawn"``; spawned workers send their data through the pipes.
+
+    Examples:
+        >>> from cadence.envs import GymEnv, ParallelEnv
+        >>> with ParallelEnv(2, lambda: GymEnv("CartPole-v1", num_envs=3)) as env:
+        ...     print(env.batch_size, env.rollout(5, break_when_any_done=False).batch_size)
+        torch.Size([2, 3]) torch.Size([2, 3, 5])
+    """
+
+    def __init__(
+        self,
+        num_workers: int,
+        create_env_fn: EnvFactory | Sequence[EnvFactory],
+        create_env_kwargs: dict[str, Any] | Sequence[dict[str, Any]] | None = None,
+        *,
+        device: torch.device | str | None = None,
+        timeout: float | None = 60.0,
+        max_restarts: int = 0,
+        start_method: str | None = None,
+    ) -> None:
+        super().__init__(num_workers, create_env_fn, create_env_kwargs, device=device)
+        self.timeout = timeout
+        self.max_restarts = max_restarts
+        self.start_method = start_method or default_start_method()
+        self._restarts = [0] * num_workers
+        self._worker_seeds: list[int | None] = [None] * num_workers
+        self._pool: WorkerPool | None = None
+        self._shared: _SharedBuffers | None = None
+        self._current: list[TensorDictBase | None] = [None] * num_workers
+
+    # ------------------------------------------------------------------ workers
+    def _uses_pipes(self) -> bool:
+        """Whether data must go through the pipes: dynamic dims, non-tensor data, or
+        workers that do not inherit this process's memory."""
+        spec = self._step_spec()
+        leaves = [leaf for _, leaf in spec.items(include_nested=True, leaves_only=True)]
+        return (
+            self.start_method != "fork"
+            or self._has_dynamic_specs()
+            or any(isinstance(leaf, NonTensor) for leaf in leaves)
+        )
+
+    def _start_workers(self) -> None:
+        self._shared = None if self._uses_pipes() else _SharedBuffers(self)
+        factories = [
+            functools.partial(_EnvWorker, creator, index, self._shared)
+            for index, creator in enumerate(self.create_env_fn)
+        ]
+        self._pool = WorkerPool(
+            factories, timeout=self.timeout, start_method=self.start_method, name=type(self).__name__
+        )
+        self._pool.start()
+        self._fast_workers = all(self._pool.get_attr("fast"))
+
+    @property
+    def pool(self) -> WorkerPool:
+        """The worker processes (started on first use)."""
+        self.start()
+        assert self._pool is not None
+        return self._pool
+
+    def _call_workers(self, name: str, *args: Any, **kwargs: Any) -> list[Any]:
+        return self.pool.call("env_call", name, args, kwargs)
+
+    def _worker_attribute(self, name: str) -> list[Any] | BatchedMethod:
+        values = self.pool.call("env_attr", name)
+        if any(isinstance(value, str) and value == _CALLABLE for value in values):
+            return BatchedMethod(self, name)
+        return values
+
+    def _seed_workers(self, seed: int | None, static_seed: bool) -> int | None:
+        for index in range(self.num_workers):
+            self._worker_seeds[index] = seed
+            (next_one,) = self.pool.call("set_seed", seed, static_seed, indices=[index])
+            seed = seed if static_seed else next_one
+        return seed
+
+    def _each(self, method: str, args_per_worker: dict[int, tuple[Any, ...]]) -> dict[int, Any]:
+        """Sends each selected worker its own arguments, then gathers the answers."""
+        pool = self.pool
+        for index, args in args_per_worker.items():
+            pool.send(index, method, *args)
+        return {index: pool.recv(index) for index in args_per_worker}
+
+    def _restart(self, index: int, cause: WorkerDiedError) -> None:
+        if self._restarts[index] >= self.max_restarts:
+            raise cause
+        self._restarts[index] += 1
+        self.pool.restart(index)
+        seed = self._worker_seeds[index]
+        if seed is not None:
+            # a fresh seed: the rebuilt env must not replay the episode that was cut short
+            self.pool.call("set_seed", next_seed(seed + self._restarts[index]), False, indices=[index])
+        self.pool.call("reset", None, indices=[index])
+
+    # ------------------------------------------------------------------ reset and step
+    def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
+        self.start()
+        selected = list(range(self.num_workers))
+        inputs: list[TensorDictBase | None] = [None] * self.num_workers
+        if tensordict is not None:
+            inputs = list(tensordict.unbind(0))
+            selected = [i for i, sub in enumerate(inputs) if self._selected(sub)]
+        answers = self._each("reset", {i: (inputs[i],) for i in selected})
+        if self._shared is not None:
+            return self._shared.current.clone()
+        for index, out in answers.items():
+            self._current[index] = out
+        return self._stack([self._current_of(i) for i in range(self.num_workers)])
+
+    def _selected(self, sub: TensorDictBase) -> bool:
+        masks = [sub.get(key, None) for key in self.reset_keys]
+        present = [mask for mask in masks if mask is not None]
+        return not present or any(bool(mask.any()) for mask in present)
+
+    def _current_of(self, index: int) -> TensorDictBase:
+        current = self._current[index]
+        if current is None:
+            raise RuntimeError(f"ParallelEnv: worker {index} was asked to keep its data before any reset.")
+        return current
+
+    def _stack(self, parts: list[TensorDictBase]) -> TensorDictBase:
+        if self._has_dynamic_specs():
+            return LazyStackedTensorDict.lazy_stack(parts, 0)
+        return torch.stack(parts, 0)
+
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        self.start()
+        shared = self._shared
+        if shared is None:
+            answers = self._each("step", {i: (sub,) for i, sub in enumerate(tensordict.unbind(0))})
+            results = [answers[i] for i in range(self.num_workers)]
+            for index, result in enumerate(results):
+                self._current[index] = result.exclude(*self.reward_keys)
+            return self._stack(results)
+        shared.input.update_(tensordict.select(*shared.input_keys))
+        try:
+            self.pool.call("step")
+        except WorkerDiedError as err:
+            self._restart(err.index, err)
+            self._mark_interrupted(err.index)
+        return shared.output.clone()
+
+    def _mark_interrupted(self, index: int) -> None:
+        """The step output of a rebuilt worker: its fresh reset, the episode truncated."""
+        assert self._shared is not None
+        output, current = self._shared.output[index], self._shared.current[index]
+        for key in self._shared.current_keys:
+            if key in output.keys(True, True):
+                output.get(key).copy_(current.get(key))
+        for key in self.reward_keys:
+            output.get(key).zero_()
+        for key in self.done_keys:
+            name = key if isinstance(key, str) else key[-1]
+            output.get(key).fill_(name in ("done", "truncated"))
+
+    # ------------------------------------------------------------------ rollout in chunks
+    def _fast_rollout(self, max_steps: int, **kwargs: Any) -> TensorDictBase | None:
+        self.start()
+        if (
+            not self._fast_workers
+            or kwargs["policy"] is not None
+            or kwargs["callback"] is not None
+            or not kwargs["auto_reset"]
+            or kwargs["tensordict"] is not None
+            or kwargs["break_when_any_done"]
+            or kwargs["break_when_all_done"]
+            or not kwargs["return_contiguous"]
+            or self.run_type_checks
+        ):
+            return None
+        actions = self.full_action_spec["action"].rand(torch.Size([max_steps]), generator=self.rng)
+        chunks = self._each(
+            "rollout_chunk",
+            {i: (actions[:, i].clone(), max_steps, kwargs["set_truncated"]) for i in range(self.num_workers)},
+        )
+        data = torch.stack([chunks[i] for i in range(self.num_workers)], 0)
+        data.names = [None] * (data.batch_dims - 1) + ["time"]
+        if self._shared is None:
+            last = data[..., -1].get("next").exclude(*self.reward_keys)
+            self._current = list(last.unbind(0))
+        return data
+
+    # ------------------------------------------------------------------ closing
+    def close(self) -> None:
+        """Stops the workers; no process is left behind."""
+        if self._pool is not None:
+            self._pool.close()
+        super().close()
