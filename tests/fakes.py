@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gymnasium
 import torch
 from tensordict import TensorDict, TensorDictBase
 
@@ -128,3 +129,19 @@ class SleepyEnv(CountingEnv):
 
         time.sleep(self.sleep_s)
         return super()._step(tensordict)
+
+
+class TextEnv(gymnasium.Env):
+    """A gymnasium env whose observations are strings (a Text space)."""
+
+    observation_space = gymnasium.spaces.Text(8)
+    action_space = gymnasium.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return "start", {}
+
+    def step(self, action):
+        self.t += 1
+        return f"step{self.t}", 1.0, self.t >= 3, False, {}

@@ -157,7 +157,9 @@ class ParallelEnv(BatchedEnvBase):
         create_env_kwargs: its keyword arguments; or one dict per worker.
         device: the batch's device.
         timeout: seconds a worker may take to answer before a timeout error.
-        max_restarts: how many times each worker may be rebuilt after dying.
+        max_restarts: how many times each worker may be rebuilt after dying (for
+            workers that exchange data through shared memory; a worker of an env
+            whose data goes through the pipes is reported, not rebuilt).
         start_method: ``"fork"`` (the default on Linux, see ``workers.py``) or
             ``"spawn"``; spawned workers send their data through the pipes.
 

@@ -16,7 +16,8 @@ from tensordict import LazyStackedTensorDict, TensorDict
 
 from cadence.envs import EnvCreator, GymEnv, ParallelEnv, PendulumEnv, SerialEnv, check_env_specs
 from cadence.envs.workers import WorkerDiedError, WorkerError, WorkerException, WorkerTimeoutError
-from tests.fakes import CountingEnv, FailingEnv, SharedCounterEnv, SleepyEnv, assert_same_rollout
+from cadence.envs import GymWrapper
+from tests.fakes import CountingEnv, FailingEnv, SharedCounterEnv, SleepyEnv, TextEnv, assert_same_rollout
 
 
 def _gone(pid: int, within: float = 3.0) -> bool:
@@ -143,6 +144,13 @@ def test_dynamic_specs_go_through_the_pipes():
         data = env.rollout(3, return_contiguous=False)
         assert isinstance(data, LazyStackedTensorDict)
         assert data[0, 2]["next", "observation"].shape == torch.Size([4])
+
+
+def test_non_tensor_data_goes_through_the_pipes():
+    with ParallelEnv(2, lambda: GymWrapper(TextEnv())) as env:
+        data = env.rollout(5)
+        assert data.batch_size == torch.Size([2, 3])
+        assert list(data[1]["next", "observation"]) == ["step1", "step2", "step3"]
 
 
 def test_env_creator_shares_buffers_across_processes():

@@ -15,7 +15,7 @@ from cadence.data import Binary, Bounded, Categorical, Composite, MultiCategoric
 from cadence.envs import check_env_specs
 from cadence.envs.gym_like import default_info_dict_reader
 from cadence.envs.libs.gym import GymEnv, GymWrapper, set_gym_backend, space_to_spec
-from tests.fakes import GenericPathGymEnv, assert_same_rollout
+from tests.fakes import GenericPathGymEnv, TextEnv, assert_same_rollout
 
 spaces = gymnasium.spaces
 
@@ -300,22 +300,6 @@ def test_auto_resetting_env_as_in_the_seed(backend):
     first_of_episode = r["observation"][1:][done[:-1]]
     assert not torch.isnan(first_of_episode).any() and first_of_episode.abs().max() <= 0.05
     assert not r["done"].any()
-
-
-class TextEnv(gymnasium.Env):
-    """A gymnasium env whose observations are strings (a Text space)."""
-
-    observation_space = spaces.Text(8)
-    action_space = spaces.Discrete(2)
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t = 0
-        return "start", {}
-
-    def step(self, action):
-        self.t += 1
-        return f"step{self.t}", 1.0, self.t >= 3, False, {}
 
 
 def test_non_tensor_observations_pass_through():
