@@ -257,6 +257,24 @@ class BatchedEnvBase(EnvBase):
     def _seed_workers(self, seed: int | None, static_seed: bool) -> int | None:
         raise TypeError(f"{type(self).__name__} must define _seed_workers()")
 
+    # ------------------------------------------------------------------ shared helpers
+    def _selected(self, sub: TensorDictBase) -> bool:
+        """Whether a worker's slice of a reset input asks it to reset (no mask: yes)."""
+        present = [mask for mask in (sub.get(key, None) for key in self.reset_keys) if mask is not None]
+        return not present or any(bool(mask.any()) for mask in present)
+
+    def _plain_rollout(self, request: dict[str, Any]) -> bool:
+        """Whether a rollout asks for nothing but steps from a fresh reset: no callback,
+        no first input, no early stop when all are done, contiguous output, no checks."""
+        return (
+            request["callback"] is None
+            and request["auto_reset"]
+            and request["tensordict"] is None
+            and not request["break_when_all_done"]
+            and request["return_contiguous"]
+            and not self.run_type_checks
+        )
+
 
 class SerialEnv(BatchedEnvBase):
     """``num_workers`` envs stepped one after the other in this process.
@@ -316,14 +334,6 @@ class SerialEnv(BatchedEnvBase):
             outputs.append(out)
         return torch.stack(outputs, 0)
 
-    def _selected(self, sub: TensorDictBase) -> bool:
-        masks = [sub.get(key, None) for key in self._sub_reset_keys()]
-        present = [mask for mask in masks if mask is not None]
-        return not present or any(bool(mask.any()) for mask in present)
-
-    def _sub_reset_keys(self) -> list[Any]:
-        return self._cached("sub_reset_keys", lambda: list(self.reset_keys))
-
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         self.start()
         results = []
@@ -343,14 +353,7 @@ class SerialEnv(BatchedEnvBase):
         envs = self._envs
         if not all(isinstance(env, GymWrapper) and env._fast_path_applies() for env in envs):
             return None
-        if (
-            kwargs["callback"] is not None
-            or not kwargs["auto_reset"]
-            or kwargs["tensordict"] is not None
-            or kwargs["break_when_all_done"]
-            or not kwargs["return_contiguous"]
-            or self.run_type_checks
-        ):
+        if not self._plain_rollout(kwargs):
             return None
         group = SimulatorGroup(envs, serial=True)  # type: ignore[arg-type]
         data = fast_gym_rollout(

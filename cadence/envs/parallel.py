@@ -271,11 +271,6 @@ class ParallelEnv(BatchedEnvBase):
             self._current[index] = out
         return self._stack([self._current_of(i) for i in range(self.num_workers)])
 
-    def _selected(self, sub: TensorDictBase) -> bool:
-        masks = [sub.get(key, None) for key in self.reset_keys]
-        present = [mask for mask in masks if mask is not None]
-        return not present or any(bool(mask.any()) for mask in present)
-
     def _current_of(self, index: int) -> TensorDictBase:
         current = self._current[index]
         if current is None:
@@ -320,17 +315,8 @@ class ParallelEnv(BatchedEnvBase):
     # ------------------------------------------------------------------ rollout in chunks
     def _fast_rollout(self, max_steps: int, **kwargs: Any) -> TensorDictBase | None:
         self.start()
-        if (
-            not self._fast_workers
-            or kwargs["policy"] is not None
-            or kwargs["callback"] is not None
-            or not kwargs["auto_reset"]
-            or kwargs["tensordict"] is not None
-            or kwargs["break_when_any_done"]
-            or kwargs["break_when_all_done"]
-            or not kwargs["return_contiguous"]
-            or self.run_type_checks
-        ):
+        chunks_apply = self._fast_workers and kwargs["policy"] is None and not kwargs["break_when_any_done"]
+        if not (chunks_apply and self._plain_rollout(kwargs)):
             return None
         actions = self.full_action_spec["action"].rand(torch.Size([max_steps]), generator=self.rng)
         chunks = self._each(
