@@ -10,14 +10,73 @@ Examples:
 
 from cadence.envs.transforms.base import Compose, Transform, TransformedEnv
 from cadence.envs.transforms.dtype import DoubleToFloat, DTypeCastTransform
+from cadence.envs.transforms.episode import (
+    EndOfLifeTransform,
+    FiniteTensorDictCheck,
+    FrameSkipTransform,
+    InitTracker,
+    NoopResetEnv,
+    StepCounter,
+    TimeMaxPool,
+    TrajCounter,
+)
+from cadence.envs.transforms.keys import (
+    CatTensors,
+    ExcludeTransform,
+    FlattenObservation,
+    PermuteTransform,
+    PinMemoryTransform,
+    RenameTransform,
+    SelectTransform,
+    SqueezeTransform,
+    TensorDictPrimer,
+    UnsqueezeTransform,
+    gSDENoise,
+)
+from cadence.envs.transforms.observation import ClipTransform, ObservationNorm, ObservationTransform, VecNorm
 from cadence.envs.transforms.reward import RewardScaling, RewardSum
+from cadence.envs.transforms.reward_extra import (
+    BinarizeReward,
+    Reward2GoTransform,
+    RewardClipping,
+    SignTransform,
+    TargetReturn,
+)
 
 __all__ = [
+    "BinarizeReward",
+    "CatTensors",
+    "ClipTransform",
     "Compose",
     "DTypeCastTransform",
     "DoubleToFloat",
+    "EndOfLifeTransform",
+    "ExcludeTransform",
+    "FiniteTensorDictCheck",
+    "FlattenObservation",
+    "FrameSkipTransform",
+    "InitTracker",
+    "NoopResetEnv",
+    "ObservationNorm",
+    "ObservationTransform",
+    "PermuteTransform",
+    "PinMemoryTransform",
+    "RenameTransform",
+    "Reward2GoTransform",
+    "RewardClipping",
     "RewardScaling",
     "RewardSum",
+    "SelectTransform",
+    "SignTransform",
+    "SqueezeTransform",
+    "StepCounter",
+    "TargetReturn",
+    "TensorDictPrimer",
+    "TimeMaxPool",
     "Transform",
     "TransformedEnv",
+    "TrajCounter",
+    "UnsqueezeTransform",
+    "VecNorm",
+    "gSDENoise",
 ]

@@ -30,12 +30,18 @@ from tensordict import TensorDictBase
 from cadence.data import Composite, TensorSpec
 from cadence.envs.common import EnvBase
 
-__all__ = ["Compose", "Transform", "TransformedEnv"]
+__all__ = ["Compose", "Transform", "TransformedEnv", "key_list"]
 
 NestedKey = str | tuple[str, ...]
 
 
-def _keys(keys: NestedKey | Sequence[NestedKey] | None) -> list[NestedKey]:
+def key_list(keys: NestedKey | Sequence[NestedKey] | None) -> list[NestedKey]:
+    """One key or several as a list: ``"a"`` -> ``["a"]``, ``None`` -> ``[]``.
+
+    Examples:
+        >>> key_list("reward"), key_list(None), key_list([("agents", "reward")])
+        (['reward'], [], [('agents', 'reward')])
+    """
     if keys is None:
         return []
     if isinstance(keys, (str, tuple)):
@@ -75,10 +81,10 @@ class Transform(torch.nn.Module):
         out_keys_inv: NestedKey | Sequence[NestedKey] | None = None,
     ) -> None:
         super().__init__()
-        self.in_keys = _keys(in_keys)
-        self.out_keys = _keys(out_keys) if out_keys is not None else list(self.in_keys)
-        self.in_keys_inv = _keys(in_keys_inv)
-        self.out_keys_inv = _keys(out_keys_inv) if out_keys_inv is not None else list(self.in_keys_inv)
+        self.in_keys = key_list(in_keys)
+        self.out_keys = key_list(out_keys) if out_keys is not None else list(self.in_keys)
+        self.in_keys_inv = key_list(in_keys_inv)
+        self.out_keys_inv = key_list(out_keys_inv) if out_keys_inv is not None else list(self.in_keys_inv)
         for name, (ins, outs) in {"keys": (self.in_keys, self.out_keys), "inverse keys": (self.in_keys_inv, self.out_keys_inv)}.items():
             if len(ins) != len(outs):
                 raise ValueError(
@@ -318,7 +324,8 @@ class Compose(Transform):
         return output_spec
 
     def transform_input_spec(self, input_spec: Composite) -> Composite:
-        for transform in reversed(self.transforms):
+        # specs go outwards from the base env, as outputs do; only the data of inv() flows inwards
+        for transform in self.transforms:
             input_spec = transform.transform_input_spec(input_spec)
         return input_spec
 

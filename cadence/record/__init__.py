@@ -1,0 +1,18 @@
+"""Recording what happens during training: loggers (and, later, recorder transforms).
+
+Examples:
+    >>> import tempfile
+    >>> from cadence.record import CSVLogger
+    >>> CSVLogger("exp", log_dir=tempfile.mkdtemp()).log_scalar("reward", 0.0)
+"""
+
+from cadence.record.loggers import (
+    CSVLogger,
+    Logger,
+    TensorboardLogger,
+    WandbLogger,
+    generate_exp_name,
+    get_logger,
+)
+
+__all__ = ["Logger", "CSVLogger", "TensorboardLogger", "WandbLogger", "generate_exp_name", "get_logger"]
