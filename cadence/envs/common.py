@@ -711,6 +711,28 @@ class EnvBase(EnvSpecs, torch.nn.Module):
             self._cache.clear()
         return super().to(*args, **kwargs)
 
+    def append_transform(self, transform: Any) -> Any:
+        """Wraps this env in a ``TransformedEnv`` with ``transform`` and returns it.
+
+        The env itself is not changed (a ``TransformedEnv`` appends in place instead).
+
+        Args:
+            transform: a ``Transform`` (or a ``Compose`` of them).
+
+        Returns:
+            ``TransformedEnv(self, transform)``.
+
+        Examples:
+            >>> from cadence.envs.custom import PendulumEnv
+            >>> from cadence.envs.transforms import RewardScaling
+            >>> env = PendulumEnv().append_transform(RewardScaling(loc=0.0, scale=2.0))
+            >>> type(env).__name__, type(env.base_env).__name__
+            ('TransformedEnv', 'PendulumEnv')
+        """
+        from cadence.envs.transforms.base import TransformedEnv  # the transforms import this module
+
+        return TransformedEnv(self, transform)
+
     def close(self) -> None:
         """Releases the env's resources; the env cannot be used afterwards."""
         self.is_closed = True

@@ -1,4 +1,5 @@
-"""Recording what happens during training: loggers (and, later, recorder transforms).
+"""Recording what happens during training: loggers, and recorder transforms
+(``cadence.record.recorder``: ``VideoRecorder``, ``TensorDictRecorder``, ``PixelRenderTransform``).
 
 Examples:
     >>> import tempfile
@@ -14,5 +15,16 @@ from cadence.record.loggers import (
     generate_exp_name,
     get_logger,
 )
+from cadence.record.recorder import PixelRenderTransform, TensorDictRecorder, VideoRecorder
 
-__all__ = ["Logger", "CSVLogger", "TensorboardLogger", "WandbLogger", "generate_exp_name", "get_logger"]
+__all__ = [
+    "Logger",
+    "CSVLogger",
+    "TensorboardLogger",
+    "WandbLogger",
+    "generate_exp_name",
+    "get_logger",
+    "PixelRenderTransform",
+    "TensorDictRecorder",
+    "VideoRecorder",
+]

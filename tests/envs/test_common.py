@@ -463,3 +463,16 @@ def test_reset_with_nothing_selected_leaves_the_simulator_alone():
     out = env.reset(data)
     assert len(env.reset_inputs) == calls
     assert out["val"].tolist() == [1, 1] and "_reset" not in data.keys()
+
+
+def test_append_transform_wraps_the_env_in_a_transformed_env():
+    from cadence.envs.transforms import RewardScaling, TransformedEnv
+
+    base = CountingEnv(max_count=100)
+    env = base.append_transform(RewardScaling(loc=0.0, scale=2.0))
+    assert isinstance(env, TransformedEnv) and env.base_env is base
+    assert env.rollout(2)["next", "reward"].squeeze(-1).tolist() == [2.0, 2.0]
+    # a TransformedEnv appends in place and returns itself
+    assert env.append_transform(RewardScaling(loc=1.0, scale=1.0)) is env
+    assert len(env.transform) == 2
+    assert base.rollout(1)["next", "reward"].item() == 1.0  # the base env is unchanged

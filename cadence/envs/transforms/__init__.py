@@ -8,8 +8,10 @@ Examples:
     torch.Size([1])
 """
 
+from cadence.envs.transforms.actions import ActionDiscretizer, ActionMask, DiscreteActionProjection
 from cadence.envs.transforms.base import Compose, Transform, TransformedEnv
 from cadence.envs.transforms.dtype import DoubleToFloat, DTypeCastTransform
+from cadence.envs.transforms.env_shape import AutoResetEnv, AutoResetTransform, DeviceCastTransform, RemoveEmptySpecs
 from cadence.envs.transforms.episode import (
     EndOfLifeTransform,
     FiniteTensorDictCheck,
@@ -20,6 +22,7 @@ from cadence.envs.transforms.episode import (
     TimeMaxPool,
     TrajCounter,
 )
+from cadence.envs.transforms.image import CenterCrop, Crop, GrayScale, Resize, ToTensorImage
 from cadence.envs.transforms.keys import (
     CatTensors,
     ExcludeTransform,
@@ -42,26 +45,39 @@ from cadence.envs.transforms.reward_extra import (
     SignTransform,
     TargetReturn,
 )
+from cadence.envs.transforms.trajectory import RandomCropTensorDict
 
 __all__ = [
+    "ActionDiscretizer",
+    "ActionMask",
+    "AutoResetEnv",
+    "AutoResetTransform",
     "BinarizeReward",
     "CatTensors",
+    "CenterCrop",
     "ClipTransform",
     "Compose",
+    "Crop",
     "DTypeCastTransform",
+    "DeviceCastTransform",
+    "DiscreteActionProjection",
     "DoubleToFloat",
     "EndOfLifeTransform",
     "ExcludeTransform",
     "FiniteTensorDictCheck",
     "FlattenObservation",
     "FrameSkipTransform",
+    "GrayScale",
     "InitTracker",
     "NoopResetEnv",
     "ObservationNorm",
     "ObservationTransform",
     "PermuteTransform",
     "PinMemoryTransform",
+    "RandomCropTensorDict",
+    "RemoveEmptySpecs",
     "RenameTransform",
+    "Resize",
     "Reward2GoTransform",
     "RewardClipping",
     "RewardScaling",
@@ -73,9 +89,10 @@ __all__ = [
     "TargetReturn",
     "TensorDictPrimer",
     "TimeMaxPool",
+    "ToTensorImage",
+    "TrajCounter",
     "Transform",
     "TransformedEnv",
-    "TrajCounter",
     "UnsqueezeTransform",
     "VecNorm",
     "gSDENoise",

@@ -27,7 +27,7 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase
 
-from cadence.data import Composite, TensorSpec
+from cadence.data import Composite
 from cadence.envs.common import EnvBase
 
 __all__ = ["Compose", "Transform", "TransformedEnv", "key_list"]
@@ -230,7 +230,9 @@ class Transform(torch.nn.Module):
             child, container = container, container.container
         if container is None:
             return None
-        return TransformedEnv(container.base_env, Compose(*preceding), _as_view=True)
+        view = TransformedEnv(container.base_env, Compose(*preceding), _as_view=True)
+        view.rng = container.rng  # the view draws from its env's generator, seeded with it
+        return view
 
     def clone(self) -> Transform:
         """A parent-less copy that shares this transform's buffers and parameters (so
@@ -279,6 +281,20 @@ class Compose(Transform):
 
     def __len__(self) -> int:
         return len(self.transforms)
+
+    def __getattr__(self, name: str) -> Any:
+        # `env.transform.dump()` with a VideoRecorder in the chain: the last member that
+        # has the attribute answers
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            members = self.__dict__.get("_modules", {}).get("transforms")
+            if name.startswith("_") or members is None:
+                raise
+            for transform in reversed(list(members)):
+                if hasattr(transform, name):
+                    return getattr(transform, name)
+            raise
 
     def __iter__(self) -> Iterator[Transform]:  # type: ignore[override]
         return iter(self.transforms)
@@ -415,7 +431,12 @@ class TransformedEnv(EnvBase):
         return self.transform._step(data, next_tensordict)
 
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
-        data = None if tensordict is None else tensordict.copy()
+        data = None
+        if tensordict is not None:
+            # the base env gets its reset masks and its own state only: the rest of the input
+            # is transformed data (other shapes, other names), which the outer reset masks
+            keep = [*self.base_env.reset_keys, *self.base_env.full_state_spec.keys(True, True)]
+            data = tensordict.select(*keep, strict=False)
         out = self.base_env.reset(data, **kwargs)
         return self.transform._reset(tensordict, out)
 
