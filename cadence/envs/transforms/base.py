@@ -197,6 +197,17 @@ class Transform(torch.nn.Module):
                 spec[out_key] = transform(spec[in_key])
         return spec
 
+    def _input_leaf_specs(self, spec: Composite, transform: Any) -> Composite:
+        """Writes ``transform(spec[in_key_inv])`` under its outside name ``out_key_inv``, for
+        each inverse key ``spec`` (an action or state spec) holds."""
+        for in_key, out_key in zip(self.in_keys_inv, self.out_keys_inv):
+            if in_key in spec.keys(True, True):
+                leaf = spec[in_key]
+                if in_key != out_key:
+                    del spec[in_key]
+                spec[out_key] = transform(leaf)
+        return spec
+
     # ------------------------------------------------------------------ ownership
     @property
     def container(self) -> Compose | TransformedEnv | None:

@@ -87,13 +87,7 @@ class DTypeCastTransform(Transform):
         return self._output_leaf_specs(reward_spec, lambda leaf: leaf.to(self.dtype_out))
 
     def _inverse_leaf_specs(self, spec: Composite) -> Composite:
-        for in_key, out_key in zip(self.in_keys_inv, self.out_keys_inv):
-            if in_key in spec.keys(True, True):
-                leaf = spec[in_key]
-                if in_key != out_key:
-                    del spec[in_key]
-                spec[out_key] = leaf.to(self.dtype_out)
-        return spec
+        return self._input_leaf_specs(spec, lambda leaf: leaf.to(self.dtype_out))
 
     def transform_action_spec(self, action_spec: Composite) -> Composite:
         return self._inverse_leaf_specs(action_spec)

@@ -100,7 +100,7 @@ class _ImageTransform(ObservationTransform):
 
     def _image_spec(self, leaf: TensorSpec) -> TensorSpec:
         """The spec of ``self._apply_transform`` applied to values of ``leaf``."""
-        raise NotImplementedError
+        raise TypeError(f"{type(self).__name__} defines no _image_spec()")
 
     @staticmethod
     def _leaf(like: TensorSpec, low: torch.Tensor | None, high: torch.Tensor | None, shape: torch.Size,

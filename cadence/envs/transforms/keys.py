@@ -350,10 +350,10 @@ class _ShapeTransform(Transform):
     way in; the specs follow."""
 
     def _forward(self, value: torch.Tensor) -> torch.Tensor:
-        raise NotImplementedError
+        raise TypeError(f"{type(self).__name__} defines no _forward()")
 
     def _backward(self, value: torch.Tensor) -> torch.Tensor:
-        raise NotImplementedError
+        raise TypeError(f"{type(self).__name__} defines no _backward()")
 
     def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
         return self._forward(value)
@@ -371,13 +371,7 @@ class _ShapeTransform(Transform):
         return self._output_leaf_specs(reward_spec, self._leaf)
 
     def _inverse_specs(self, spec: Composite) -> Composite:
-        for in_key, out_key in zip(self.in_keys_inv, self.out_keys_inv):
-            if in_key in spec.keys(True, True):
-                leaf = spec[in_key]
-                if in_key != out_key:
-                    del spec[in_key]
-                spec[out_key] = self._leaf(leaf)
-        return spec
+        return self._input_leaf_specs(spec, self._leaf)
 
     def transform_action_spec(self, action_spec: Composite) -> Composite:
         return self._inverse_specs(action_spec)

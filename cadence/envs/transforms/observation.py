@@ -175,13 +175,7 @@ class ObservationNorm(ObservationTransform):
         return self._output_leaf_specs(observation_spec, _unbounded_like)
 
     def _inverse_specs(self, spec: Composite) -> Composite:
-        for in_key, out_key in zip(self.in_keys_inv, self.out_keys_inv):
-            if in_key in spec.keys(True, True):
-                leaf = spec[in_key]
-                if in_key != out_key:
-                    del spec[in_key]
-                spec[out_key] = _unbounded_like(leaf)
-        return spec
+        return self._input_leaf_specs(spec, _unbounded_like)
 
     def transform_action_spec(self, action_spec: Composite) -> Composite:
         return self._inverse_specs(action_spec)
@@ -476,13 +470,7 @@ class ClipTransform(Transform):
         return self._output_leaf_specs(reward_spec, self._output_bounded)
 
     def _inverse_specs(self, spec: Composite) -> Composite:
-        for in_key, out_key in zip(self.in_keys_inv, self.out_keys_inv):
-            if in_key in spec.keys(True, True):
-                leaf = spec[in_key]
-                if in_key != out_key:
-                    del spec[in_key]
-                spec[out_key] = self._bounded(leaf)
-        return spec
+        return self._input_leaf_specs(spec, self._bounded)
 
     def transform_action_spec(self, action_spec: Composite) -> Composite:
         return self._inverse_specs(action_spec)

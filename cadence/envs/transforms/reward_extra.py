@@ -161,13 +161,7 @@ class SignTransform(Transform):
         return self._output_leaf_specs(reward_spec, self._signed)
 
     def _inverse_specs(self, spec: Composite) -> Composite:
-        for in_key, out_key in zip(self.in_keys_inv, self.out_keys_inv):
-            if in_key in spec.keys(True, True):
-                leaf = spec[in_key]
-                if in_key != out_key:
-                    del spec[in_key]
-                spec[out_key] = self._signed(leaf)
-        return spec
+        return self._input_leaf_specs(spec, self._signed)
 
     def transform_action_spec(self, action_spec: Composite) -> Composite:
         return self._inverse_specs(action_spec)
