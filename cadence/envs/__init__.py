@@ -13,6 +13,8 @@ from cadence.envs.libs import get_available_libraries
 from cadence.envs.libs.envpool import MultiThreadedEnv, MultiThreadedEnvWrapper  # envpool itself is imported lazily
 from cadence.envs.libs.gym import GymEnv, GymWrapper, gym_backend, set_gym_backend
 from cadence.envs.parallel import ParallelEnv
+from cadence.envs.transforms import *  # noqa: F403 - the transforms are importable from cadence.envs too
+from cadence.envs.transforms import __all__ as _transforms_all
 from cadence.envs.utils import (
     ExplorationType,
     RandomPolicy,
@@ -50,3 +52,4 @@ __all__ = [
     "step_mdp",
     "terminated_or_truncated",
 ]
+__all__ += _transforms_all

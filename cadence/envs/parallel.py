@@ -162,6 +162,8 @@ class ParallelEnv(BatchedEnvBase):
             whose data goes through the pipes is reported, not rebuilt).
         start_method: ``"fork"`` (the default on Linux, see ``workers.py``) or
             ``"spawn"``; spawned workers send their data through the pipes.
+        pin_memory: return step outputs in pinned memory, for fast copies to a GPU
+            (needs CUDA; without it the outputs are ordinary tensors).
 
     Examples:
         >>> from cadence.envs import GymEnv, ParallelEnv
@@ -180,11 +182,13 @@ class ParallelEnv(BatchedEnvBase):
         timeout: float | None = 60.0,
         max_restarts: int = 0,
         start_method: str | None = None,
+        pin_memory: bool = False,
     ) -> None:
         super().__init__(num_workers, create_env_fn, create_env_kwargs, device=device)
         self.timeout = timeout
         self.max_restarts = max_restarts
         self.start_method = start_method or default_start_method()
+        self.pin_memory = pin_memory and torch.cuda.is_available()
         self._restarts = [0] * num_workers
         self._worker_seeds: list[int | None] = [None] * num_workers
         self._pool: WorkerPool | None = None
@@ -297,7 +301,8 @@ class ParallelEnv(BatchedEnvBase):
         except WorkerDiedError as err:
             self._restart(err.index, err)
             self._mark_interrupted(err.index)
-        return shared.output.clone()
+        output = shared.output.clone()
+        return output.pin_memory() if self.pin_memory else output
 
     def _mark_interrupted(self, index: int) -> None:
         """The step output of a rebuilt worker: its fresh reset, the episode truncated."""
