@@ -9,6 +9,8 @@ contender alike:
 * ``batched``: ``num_envs`` envs in one batch. A bare ``gymnasium.vector.SyncVectorEnv``
   loop against ``GymEnv("CartPole-v1", num_envs=n).rollout(steps // n, ...)`` in both
   libraries (the same number of env steps in total).
+* ``transforms``: Pendulum-v1 through ``Compose(StepCounter(200), RewardSum(), InitTracker(),
+  DoubleToFloat(), ObservationNorm(...))``, random actions, against a bare Pendulum loop.
 * ``policy``: one env driven by a small MLP (4-64-2, greedy one-hot action) under
   ``torch.no_grad()``. The bare loop calls the same ``torch.nn`` module on each
   observation; Cadence and torchrl get it as a ``TensorDictModule`` chain and run
@@ -50,7 +52,16 @@ from tensordict.nn import TensorDictModule, TensorDictSequential
 from torchrl.envs import GymEnv
 
 steps, num_envs, seed, with_policy = (int(x) for x in sys.argv[1:5])
-env = GymEnv("{env_id}", num_envs=num_envs) if num_envs > 1 else GymEnv("{env_id}")
+chain = len(sys.argv) > 5
+if chain:
+    from torchrl.envs import (Compose, DoubleToFloat, InitTracker, ObservationNorm, RewardSum, StepCounter,
+                              TransformedEnv)
+    env = TransformedEnv(GymEnv("Pendulum-v1"), Compose(StepCounter(200), RewardSum(), InitTracker(), DoubleToFloat(),
+        ObservationNorm(loc=torch.zeros(3), scale=torch.ones(3), in_keys=["observation"])))
+elif num_envs > 1:
+    env = GymEnv("{env_id}", num_envs=num_envs)
+else:
+    env = GymEnv("{env_id}")
 env.set_seed(seed)
 policy = None
 if with_policy:
@@ -69,6 +80,55 @@ with torch.no_grad():
 env.close()
 print(json.dumps({{"steps_per_s": n * max(num_envs, 1) / elapsed}}))
 """.format(env_id=ENV_ID, warmup=WARMUP_STEPS)
+
+
+def bare_pendulum(steps: int, seed: int) -> float:
+    """Steps per second of a plain gymnasium Pendulum-v1 loop with random actions."""
+    import gymnasium
+
+    env = gymnasium.make("Pendulum-v1")
+    env.reset(seed=seed)
+    env.action_space.seed(seed)
+    sample, step, reset = env.action_space.sample, env.step, env.reset
+    for _ in range(WARMUP_STEPS):
+        step(sample())
+    start = time.perf_counter()
+    for _ in range(steps):
+        _, _, terminated, truncated, _ = step(sample())
+        if terminated or truncated:
+            reset()
+    elapsed = time.perf_counter() - start
+    env.close()
+    return steps / elapsed
+
+
+def cadence_transform_chain(steps: int, seed: int) -> float:
+    """Steps per second of a rollout through the issue's five-transform chain on Pendulum-v1."""
+    import torch
+
+    from cadence.envs import GymEnv
+    from cadence.envs.transforms import (
+        Compose,
+        DoubleToFloat,
+        InitTracker,
+        ObservationNorm,
+        RewardSum,
+        StepCounter,
+        TransformedEnv,
+    )
+
+    chain = Compose(
+        StepCounter(200), RewardSum(), InitTracker(), DoubleToFloat(),
+        ObservationNorm(loc=torch.zeros(3), scale=torch.ones(3), in_keys=["observation"]),
+    )
+    env = TransformedEnv(GymEnv("Pendulum-v1"), chain)
+    env.set_seed(seed)
+    env.rollout(WARMUP_STEPS, break_when_any_done=False)
+    start = time.perf_counter()
+    env.rollout(steps, break_when_any_done=False)
+    elapsed = time.perf_counter() - start
+    env.close()
+    return steps / elapsed
 
 
 def make_net() -> Any:
@@ -201,10 +261,13 @@ def find_reference_python(explicit: str | None) -> tuple[str | None, str]:
     return python, f"torchrl {check.stdout.strip()} at {python}"
 
 
-def reference_rollout(python: str, steps: int, seed: int, num_envs: int, with_policy: bool = False) -> float:
+def reference_rollout(
+    python: str, steps: int, seed: int, num_envs: int, with_policy: bool = False, chain: bool = False
+) -> float:
     """Steps per second of torchrl's ``GymEnv(...).rollout``, measured in a subprocess."""
+    extra = ["chain"] if chain else []
     result = subprocess.run(
-        [python, "-c", REFERENCE_SCRIPT, str(steps), str(num_envs), str(seed), str(int(with_policy))],
+        [python, "-c", REFERENCE_SCRIPT, str(steps), str(num_envs), str(seed), str(int(with_policy)), *extra],
         capture_output=True,
         text=True,
         cwd="/",  # keep this repository (and its ``cadence``) off the reference's path
@@ -257,6 +320,10 @@ def main(argv: list[str] | None = None) -> int:
             "bare": lambda: bare_policy(args.policy_steps, args.seed),
             "cadence": lambda: cadence_rollout(args.policy_steps, args.seed, 1, with_policy=True),
         },
+        "transforms": {
+            "bare": lambda: bare_pendulum(args.policy_steps, args.seed),
+            "cadence": lambda: cadence_transform_chain(args.policy_steps, args.seed),
+        },
     }
     if reference:
         cases["single"]["torchrl"] = lambda: reference_rollout(reference, args.steps, args.seed, 1)
@@ -264,6 +331,9 @@ def main(argv: list[str] | None = None) -> int:
             reference, args.steps, args.seed, args.num_envs
         )
         cases["policy"]["torchrl"] = lambda: reference_rollout(reference, args.policy_steps, args.seed, 1, True)
+        cases["transforms"]["torchrl"] = lambda: reference_rollout(
+            reference, args.policy_steps, args.seed, 1, chain=True
+        )
 
     results: dict[str, dict[str, list[float]]] = {case: {who: [] for who in runs} for case, runs in cases.items()}
     for round_index in range(args.rounds):
