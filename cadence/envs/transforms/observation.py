@@ -12,6 +12,8 @@ Examples:
 
 from __future__ import annotations
 
+import contextlib
+import multiprocessing
 from collections.abc import Sequence
 from typing import Any
 
@@ -283,6 +285,12 @@ def _buffer_name(kind: str, key: NestedKey) -> str:
     return f"{kind}__" + "__".join(parts)
 
 
+# Guards the in-place updates of statistics held in shared memory. Made at import, it is
+# inherited by forked workers (ParallelEnv's default), so all the copies of a VecNorm that
+# an EnvCreator builds update their shared statistics one at a time.
+_SHARED_STATS_LOCK = multiprocessing.Lock()
+
+
 class VecNorm(Transform):
     """Normalises entries with running estimates of their mean and variance.
 
@@ -368,12 +376,14 @@ class VecNorm(Transform):
         batch_dims = list(range(value.ndim - event_dims))
         x = value.to(total.dtype)
         n = float(x.shape[: value.ndim - event_dims].numel())
-        with torch.no_grad():
+        # statistics in shared memory are updated by several processes: one at a time
+        lock = _SHARED_STATS_LOCK if total.is_shared() else contextlib.nullcontext()
+        with torch.no_grad(), lock:
             total.mul_(self.decay).add_(x.sum(batch_dims) if batch_dims else x)
             squares.mul_(self.decay).add_((x * x).sum(batch_dims) if batch_dims else x * x)
             count.mul_(self.decay).add_(n)
-        mean = total / count
-        var = (squares / count - mean * mean).clamp_min(self.eps)
+            mean = total / count
+            var = (squares / count - mean * mean).clamp_min(self.eps)
         return ((x - mean) / var.sqrt()).to(value.dtype)
 
     def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
