@@ -11,6 +11,7 @@ Examples:
 from __future__ import annotations
 
 import atexit
+import contextlib
 import multiprocessing
 import multiprocessing.connection
 import multiprocessing.util  # imported before our atexit hook, so that ours runs first
@@ -173,10 +174,8 @@ def shutdown(state: PoolState, timeout: float) -> None:
             continue
         started.append(proc)
         if conn is not None and proc.exitcode is None:
-            try:
+            with contextlib.suppress(OSError, ValueError):  # a closed pipe: the worker is going anyway
                 conn.send_bytes(CLOSE_MESSAGE)
-            except (OSError, ValueError):
-                pass
     stragglers = wait_exit(started, timeout)
     for proc in stragglers:
         proc.terminate()

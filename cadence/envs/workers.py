@@ -29,6 +29,7 @@ Examples:
 
 from __future__ import annotations
 
+import contextlib
 import math
 import multiprocessing
 import multiprocessing.connection
@@ -700,10 +701,8 @@ class WorkerPool:
         deadline = None if self._timeout is None else time.monotonic() + self._timeout
         while self._stale[i] and self._dead[i] is None:
             self._stale[i] -= 1
-            try:
+            with contextlib.suppress(WorkerException):  # the error of a call nobody waits for any more
                 self._receive(i, STALE, deadline)
-            except WorkerException:
-                pass
         self._stale[i] = 0
 
     def _receive(self, i: int, method: str, deadline: float | None) -> Any:
