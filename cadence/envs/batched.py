@@ -345,24 +345,44 @@ class SerialEnv(BatchedEnvBase):
             self._current[i] = result.exclude(*reward_keys)
         return torch.stack(results, 0)
 
-    def _fast_rollout(self, max_steps: int, **kwargs: Any) -> TensorDictBase | None:
+    def _simulator_group(self) -> Any:
+        """The sub-envs' simulators as one ``SimulatorGroup``, when all are stock gymnasium
+        wrappers that the shortcut can step; else ``None``."""
         from cadence.envs.libs.gym import GymWrapper
-        from cadence.envs.libs.gym_rollout import SimulatorGroup, fast_gym_rollout
+        from cadence.envs.libs.gym_rollout import SimulatorGroup
 
         self.start()
         envs = self._envs
         if not all(isinstance(env, GymWrapper) and env._fast_path_applies() for env in envs):
             return None
-        if not self._plain_rollout(kwargs):
+        return SimulatorGroup(envs, serial=True)  # type: ignore[arg-type]
+
+    def _moved_on(self, data: TensorDictBase) -> None:
+        """The sub-envs moved on outside step()/reset(): each now stands at its last "next" data."""
+        last = data[..., -1].get("next").exclude(*self.reward_keys)
+        self._current = list(last.unbind(0))
+
+    def _fast_rollout(self, max_steps: int, **kwargs: Any) -> TensorDictBase | None:
+        from cadence.envs.libs.gym_rollout import fast_gym_rollout
+
+        group = self._simulator_group()
+        if group is None or not self._plain_rollout(kwargs):
             return None
-        group = SimulatorGroup(envs, serial=True)  # type: ignore[arg-type]
         data = fast_gym_rollout(
             self, max_steps, kwargs["policy"], kwargs["break_when_any_done"], kwargs["set_truncated"], group
         )
-        # the sub-envs moved on outside step()/reset(): each now stands at its last "next" data
-        last = data[..., -1].get("next").exclude(*self.reward_keys)
-        self._current = list(last.unbind(0))
+        self._moved_on(data)
         return data
+
+    def _steps_until_done(self, tensordict: TensorDictBase, actions: torch.Tensor) -> TensorDictBase:
+        from cadence.envs.libs.gym_rollout import fast_gym_rollout
+
+        group = self._simulator_group()
+        if group is None or self.run_type_checks:
+            return super()._steps_until_done(tensordict, actions)
+        data = fast_gym_rollout(self, len(actions), None, True, False, group, actions=actions, reset=False)
+        self._moved_on(data)
+        return data.get("next")
 
     def close(self) -> None:
         """Closes every sub-env."""

@@ -70,7 +70,7 @@ def _expand_mask(mask: torch.Tensor, shape: torch.Size) -> torch.Tensor:
                 f"shape {tuple(shape)}: the mask must lead the entry's shape."
             )
         mask = mask.squeeze(-1)
-    return mask.reshape(*mask.shape, *([1] * (len(shape) - mask.ndim))).expand(shape)
+    return mask.reshape((*mask.shape, *([1] * (len(shape) - mask.ndim)))).expand(shape)
 
 
 def _shape_matches(expected: torch.Size, got: torch.Size) -> bool:
@@ -660,6 +660,42 @@ class EnvBase(EnvSpecs, torch.nn.Module):
         if set_truncated:
             self._mark_truncated(result)
         return result
+
+    def _steps_until_done(self, tensordict: TensorDictBase, actions: torch.Tensor) -> TensorDictBase:
+        """Steps from the input ``tensordict`` with ``actions`` (time first, one action
+        key) until a step where any component is done, or until the actions run out.
+
+        This is the base-env half of ``TransformedEnv``'s rollout shortcut, which then
+        applies its transforms to all these steps at once. Backends that can step
+        without a tensordict per step override it (gymnasium wrappers, serial batches
+        of them); this default steps one by one.
+
+        Args:
+            tensordict: the first step's input (it is not changed).
+            actions: ``[T, *batch_size, *action_shape]``.
+
+        Returns:
+            The steps' ``"next"`` outputs, stacked on a trailing time dim of size ``n <= T``.
+
+        Examples:
+            >>> import torch
+            >>> from cadence.envs.custom import PendulumEnv
+            >>> env = PendulumEnv()
+            >>> env._steps_until_done(env.reset(), torch.zeros(4, 1)).batch_size
+            torch.Size([4])
+        """
+        action_key = self.action_keys[0]
+        done_key = self.done_key
+        current = tensordict.copy()
+        outputs: list[TensorDictBase] = []
+        for action in actions:
+            current.set(action_key, action)
+            data = self.step(current)
+            outputs.append(data.get("next"))
+            if outputs[-1].get(done_key).any():
+                break
+            current = self._step_mdp(data)
+        return self._stack_steps(outputs, contiguous=True)
 
     @staticmethod
     def _stack_steps(steps: list[TensorDictBase], contiguous: bool) -> TensorDictBase:

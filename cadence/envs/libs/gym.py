@@ -347,6 +347,13 @@ class GymWrapper(GymLikeEnv):
             return None
         return fast_gym_rollout(self, max_steps, policy, break_when_any_done, set_truncated)
 
+    def _steps_until_done(self, tensordict: TensorDictBase, actions: torch.Tensor) -> TensorDictBase:
+        if not self._fast_path_applies():
+            return super()._steps_until_done(tensordict, actions)
+        # the simulator stands where the last step or reset left it: step on from there
+        data = fast_gym_rollout(self, len(actions), None, True, False, actions=actions, reset=False)
+        return data.get("next")
+
 
 class GymEnv(GymWrapper):
     """A gymnasium env built from its id.

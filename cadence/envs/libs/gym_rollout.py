@@ -104,6 +104,7 @@ def fast_gym_rollout(
     set_truncated: bool,
     group: SimulatorGroup | None = None,
     actions: torch.Tensor | None = None,
+    reset: bool = True,
 ) -> TensorDictBase:
     """Runs ``env.rollout`` on the shortcut; see the module's docstring for when it applies.
 
@@ -115,6 +116,9 @@ def fast_gym_rollout(
         set_truncated: mark the last step truncated.
         group: the simulators to step when ``env`` is not a single wrapper.
         actions: with no policy, the actions to take (time first) rather than random ones.
+        reset: reset the simulators first; ``False`` steps on from where they stand, and
+            the first step's root observation is left at zero (the caller, a rollout of
+            transforms over time, reads the ``"next"`` entries only).
 
     Returns:
         The rollout, laid out as the generic ``EnvBase.rollout`` lays it out.
@@ -123,9 +127,9 @@ def fast_gym_rollout(
     if policy is None and actions is None:
         actions = env.full_action_spec["action"].rand(torch.Size([max_steps]), generator=env.rng)
     if group is None and not env.is_vector:  # type: ignore[attr-defined]
-        return _single_rollout(env, arrays, max_steps, policy, break_when_any_done, set_truncated, actions)
+        return _single_rollout(env, arrays, max_steps, policy, break_when_any_done, set_truncated, actions, reset)
     group = group if group is not None else SimulatorGroup([env], serial=False)  # type: ignore[list-item]
-    arrays.root_obs[0] = group.reset_all()
+    arrays.root_obs[0] = group.reset_all() if reset else 0
     if policy is None:
         steps = _run_random_batched(group, arrays, group.to_backend(actions), break_when_any_done)
         return _assemble(env, arrays, steps, actions, None, set_truncated)
@@ -143,8 +147,9 @@ def _single_rollout(
     break_when_any_done: bool,
     set_truncated: bool,
     actions: torch.Tensor | None,
+    reset: bool,
 ) -> TensorDictBase:
-    arrays.root_obs[0] = env._reset_backend()[0]
+    arrays.root_obs[0] = env._reset_backend()[0] if reset else 0
     if policy is None:
         steps = _run_random_single(env, arrays, env._to_backend(actions), break_when_any_done)
         return _assemble(env, arrays, steps, actions, None, set_truncated)

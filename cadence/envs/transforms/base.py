@@ -126,6 +126,30 @@ class Transform(torch.nn.Module):
         """Transforms a reset's output; ``tensordict`` is the reset's input."""
         return self._call(tensordict_reset)
 
+    #: Whether ``_step_over_time`` gives what ``_step`` gives step by step, so that a
+    #: ``TransformedEnv`` may roll out its base env first and transform the steps after
+    #: (``cadence.envs.transforms.over_time``). Off unless a transform says so.
+    steps_over_time: bool = False
+
+    def _step_over_time(self, tensordict: TensorDictBase, next_steps: TensorDictBase) -> TensorDictBase:
+        """``_step`` for consecutive steps at once.
+
+        Args:
+            tensordict: the input of the first step (batch ``[*B]``).
+            next_steps: the steps' outputs (batch ``[*B, T]``), with no reset among them
+                but, perhaps, a done last step.
+
+        Returns:
+            ``next_steps``, transformed. The default suits transforms whose ``_step``
+            maps each output on its own, whatever its batch dims.
+        """
+        return self._step(tensordict, next_steps)
+
+    def _steps_before_done(self, tensordict: TensorDictBase) -> int | None:
+        """How many steps from the input ``tensordict`` this transform lets pass before
+        it ends an episode itself (a step limit); ``None`` if it never does."""
+        return None
+
     def inv(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Maps an input from the outside names and formats to the base env's."""
         return self._inv_call(tensordict)
@@ -177,6 +201,23 @@ class Transform(torch.nn.Module):
     def transform_state_spec(self, state_spec: Composite) -> Composite:
         """The state spec seen from outside (unchanged by default)."""
         return state_spec
+
+    def transform_env_batch_size(self, batch_size: torch.Size) -> torch.Size:
+        """The batch size of the env seen through this transform (unchanged by default).
+
+        A transform that changes it (``BatchSizeTransform``) also reshapes the specs it
+        is given, the data on the way out and, in ``inv``/``_reset_env_preprocess``, the
+        data on the way in.
+        """
+        return batch_size
+
+    def transform_env_device(self, device: torch.device | None) -> torch.device | None:
+        """The device of the env seen through this transform (unchanged by default)."""
+        return device
+
+    def _reset_env_preprocess(self, tensordict: TensorDictBase | None) -> TensorDictBase | None:
+        """Maps a reset's input to what the env below expects (unchanged by default)."""
+        return tensordict
 
     def _check_in_keys(self, output_spec: Composite) -> None:
         """An env transform reads entries the env emits: say which are missing."""
@@ -345,10 +386,38 @@ class Compose(Transform):
             tensordict = transform.inv(tensordict)
         return tensordict
 
+    @property
+    def steps_over_time(self) -> bool:  # type: ignore[override]
+        return all(transform.steps_over_time for transform in self.transforms)
+
+    def _step_over_time(self, tensordict: TensorDictBase, next_steps: TensorDictBase) -> TensorDictBase:
+        for transform in self.transforms:
+            next_steps = transform._step_over_time(tensordict, next_steps)
+        return next_steps
+
+    def _steps_before_done(self, tensordict: TensorDictBase) -> int | None:
+        limits = [transform._steps_before_done(tensordict) for transform in self.transforms]
+        return min((limit for limit in limits if limit is not None), default=None)
+
     def transform_output_spec(self, output_spec: Composite) -> Composite:
         for transform in self.transforms:
             output_spec = transform.transform_output_spec(output_spec)
         return output_spec
+
+    def transform_env_batch_size(self, batch_size: torch.Size) -> torch.Size:
+        for transform in self.transforms:
+            batch_size = transform.transform_env_batch_size(batch_size)
+        return batch_size
+
+    def transform_env_device(self, device: torch.device | None) -> torch.device | None:
+        for transform in self.transforms:
+            device = transform.transform_env_device(device)
+        return device
+
+    def _reset_env_preprocess(self, tensordict: TensorDictBase | None) -> TensorDictBase | None:
+        for transform in reversed(self.transforms):
+            tensordict = transform._reset_env_preprocess(tensordict)
+        return tensordict
 
     def transform_input_spec(self, input_spec: Composite) -> Composite:
         # specs go outwards from the base env, as outputs do; only the data of inv() flows inwards
@@ -405,7 +474,26 @@ class TransformedEnv(EnvBase):
         return self.base_env.batch_locked
 
     def _refresh_specs(self) -> None:
-        """Reads the base env's specs and passes them through the transforms."""
+        """Reads the base env's batch size, device and specs and passes them through the transforms."""
+        batch_size = self.transform.transform_env_batch_size(self.base_env.batch_size)
+        device = self.transform.transform_env_device(self.base_env.device)
+        if batch_size != self._batch_size or device != self._device:
+            # the outer containers take the new shape and device; the leaves are set below
+            self._batch_size, self._device = torch.Size(batch_size), device
+            self._input_spec = Composite(
+                full_action_spec=Composite(shape=batch_size, device=device),
+                full_state_spec=Composite(shape=batch_size, device=device),
+                shape=batch_size,
+                device=device,
+            ).lock_()
+            self._output_spec = Composite(
+                full_observation_spec=Composite(shape=batch_size, device=device),
+                full_reward_spec=Composite(shape=batch_size, device=device),
+                full_done_spec=Composite(shape=batch_size, device=device),
+                shape=batch_size,
+                device=device,
+            ).lock_()
+            self._cache.clear()
         output_spec = self.transform.transform_output_spec(self.base_env.output_spec.clone().unlock_())
         input_spec = self.transform.transform_input_spec(self.base_env.input_spec.clone().unlock_())
         self.full_observation_spec = output_spec["full_observation_spec"]
@@ -448,8 +536,14 @@ class TransformedEnv(EnvBase):
             # is transformed data (other shapes, other names), which the outer reset masks
             keep = [*self.base_env.reset_keys, *self.base_env.full_state_spec.keys(True, True)]
             data = tensordict.select(*keep, strict=False)
+        data = self.transform._reset_env_preprocess(data)
         out = self.base_env.reset(data, **kwargs)
         return self.transform._reset(tensordict, out)
+
+    def _fast_rollout(self, max_steps: int, **request: Any) -> TensorDictBase | None:
+        from cadence.envs.transforms.over_time import rollout_over_time  # it builds on this module
+
+        return rollout_over_time(self, max_steps, **request)
 
     def set_seed(self, seed: int | None = None, static_seed: bool = False) -> int | None:
         """Seeds the base env (and this env's generator); returns the next seed."""

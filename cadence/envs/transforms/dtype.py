@@ -58,6 +58,8 @@ class DTypeCastTransform(Transform):
         self.dtype_in = dtype_in
         self.dtype_out = dtype_out
 
+    steps_over_time = True  # a cast of each entry
+
     def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
         return value.to(self.dtype_out)
 

@@ -117,12 +117,33 @@ class StepCounter(Transform):
             tensordict_reset.set(self.truncated_key, torch.zeros_like(done, dtype=torch.bool))
         return tensordict_reset
 
+    steps_over_time = True
+
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
         done = next_tensordict.get("done")
         previous = tensordict.get(self.step_count_key, None)
         if previous is None:
             previous = torch.zeros_like(done, dtype=torch.int64)
-        count = previous + 1
+        return self._write_counts(next_tensordict, previous + 1)
+
+    def _step_over_time(self, tensordict: TensorDictBase, next_steps: TensorDictBase) -> TensorDictBase:
+        time_dim = next_steps.batch_dims - 1
+        done = next_steps.get("done")
+        previous = tensordict.get(self.step_count_key, None)
+        if previous is None:
+            previous = torch.zeros(done.shape[:time_dim] + done.shape[time_dim + 1 :], dtype=torch.int64)
+        steps = torch.arange(1, done.shape[time_dim] + 1, device=done.device)
+        steps = steps.reshape(-1, *[1] * (done.ndim - time_dim - 1))
+        return self._write_counts(next_steps, previous.unsqueeze(time_dim) + steps)
+
+    def _steps_before_done(self, tensordict: TensorDictBase) -> int | None:
+        if self.max_steps is None:
+            return None
+        previous = tensordict.get(self.step_count_key, None)
+        return self.max_steps if previous is None else max(1, int((self.max_steps - previous).min()))
+
+    def _write_counts(self, next_tensordict: TensorDictBase, count: torch.Tensor) -> TensorDictBase:
+        done = next_tensordict.get("done")
         next_tensordict.set(self.step_count_key, count)
         truncated = next_tensordict.get(self.truncated_key, None)
         if truncated is None:
@@ -185,6 +206,8 @@ class InitTracker(Transform):
         done = tensordict_reset.get("done")
         tensordict_reset.set(self.init_key, _reset_mask(tensordict, done).clone())
         return tensordict_reset
+
+    steps_over_time = True  # after a step the flag is False, whatever the batch dims
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
         done = next_tensordict.get("done")

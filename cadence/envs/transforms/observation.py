@@ -151,6 +151,8 @@ class ObservationNorm(ObservationTransform):
         """Whether ``loc`` and ``scale`` are set."""
         return self.loc is not None and self.scale is not None
 
+    steps_over_time = True  # an affine map over the trailing (observation) dims
+
     def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
         if not self.initialized:
             return value

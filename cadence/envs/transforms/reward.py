@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 from tensordict import TensorDictBase
 
@@ -19,6 +20,17 @@ from cadence.data import Composite, Unbounded
 from cadence.envs.transforms.base import NestedKey, Transform
 
 __all__ = ["RewardScaling", "RewardSum"]
+
+
+def _running_sum(values: torch.Tensor, dim: int) -> torch.Tensor:
+    """Cumulative sums along ``dim``, added one after the other in ``values``' dtype, as
+    step-by-step sums are (``torch.cumsum`` accumulates in double, which rounds otherwise)."""
+    if values.device.type == "cpu" and values.dtype != torch.bfloat16 and not values.requires_grad:
+        return torch.from_numpy(np.add.accumulate(values.numpy(), axis=dim))
+    sums = list(values.unbind(dim))
+    for t in range(1, len(sums)):
+        sums[t] = sums[t - 1] + sums[t]
+    return torch.stack(sums, dim)
 
 
 class RewardScaling(Transform):
@@ -52,6 +64,8 @@ class RewardScaling(Transform):
         self.register_buffer("scale", torch.as_tensor(scale, dtype=torch.float32).clamp_min(1e-6) if standard_normal
                              else torch.as_tensor(scale, dtype=torch.float32))
         self.standard_normal = standard_normal
+
+    steps_over_time = True  # an affine map of each reward
 
     def _apply_transform(self, reward: torch.Tensor) -> torch.Tensor:
         if self.standard_normal:
@@ -107,12 +121,25 @@ class RewardSum(Transform):
         extra = data.batch_size[: data.batch_dims - self._env_batch_dims]
         return torch.Size([*extra, *spec.shape]) if spec is not None else torch.Size([*data.batch_size, 1])
 
+    steps_over_time = True
+
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
         for in_key, out_key in zip(self.in_keys, self.out_keys):
             reward = next_tensordict.get(in_key)
             previous = tensordict.get(out_key, None)
             next_tensordict.set(out_key, reward if previous is None else previous + reward)
         return next_tensordict
+
+    def _step_over_time(self, tensordict: TensorDictBase, next_steps: TensorDictBase) -> TensorDictBase:
+        time_dim = next_steps.batch_dims - 1
+        for in_key, out_key in zip(self.in_keys, self.out_keys):
+            rewards = next_steps.get(in_key)
+            previous = tensordict.get(out_key, None)
+            if previous is None:
+                previous = torch.zeros(rewards.shape[:time_dim] + rewards.shape[time_dim + 1 :], dtype=rewards.dtype)
+            sums = torch.cat([previous.unsqueeze(time_dim).to(rewards), rewards], time_dim)
+            next_steps.set(out_key, _running_sum(sums, time_dim).narrow(time_dim, 1, rewards.shape[time_dim]))
+        return next_steps
 
     def transform_output_spec(self, output_spec: Composite) -> Composite:
         reward_spec = output_spec["full_reward_spec"]
