@@ -452,6 +452,8 @@ class ClipTransform(Transform):
         self.low = low
         self.high = high
 
+    steps_over_time = True  # elementwise, on the way out and in
+
     def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
         return value.clamp(self.low, self.high)
 

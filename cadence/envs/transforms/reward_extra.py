@@ -58,6 +58,8 @@ class RewardClipping(Transform):
         self.clamp_min = clamp_min
         self.clamp_max = clamp_max
 
+    steps_over_time = True  # each reward clipped on its own
+
     def _apply_transform(self, reward: torch.Tensor) -> torch.Tensor:
         return reward.clamp(self.clamp_min, self.clamp_max)
 
@@ -98,6 +100,8 @@ class BinarizeReward(Transform):
         out_keys: NestedKey | Sequence[NestedKey] | None = None,
     ) -> None:
         super().__init__(_reward_keys(in_keys), out_keys)
+
+    steps_over_time = True  # each reward on its own
 
     def _apply_transform(self, reward: torch.Tensor) -> torch.Tensor:
         return (reward != 0).to(torch.int8)
@@ -143,6 +147,8 @@ class SignTransform(Transform):
         out_keys_inv: NestedKey | Sequence[NestedKey] | None = None,
     ) -> None:
         super().__init__(in_keys, out_keys, in_keys_inv, out_keys_inv)
+
+    steps_over_time = True  # elementwise
 
     def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
         return value.sign()

@@ -9,12 +9,16 @@ from tensordict import TensorDict
 from cadence.envs import GymEnv, ParallelEnv, SerialEnv
 from cadence.envs.custom import PendulumEnv
 from cadence.envs.transforms import (
+    BinarizeReward,
+    ClipTransform,
     Compose,
     DoubleToFloat,
     InitTracker,
     ObservationNorm,
+    RewardClipping,
     RewardScaling,
     RewardSum,
+    SignTransform,
     StepCounter,
     TimeMaxPool,
     TransformedEnv,
@@ -72,6 +76,25 @@ def test_same_data_as_step_by_step(base: str, rollout: str) -> None:
             fast_env.rollout(10, auto_reset=False, tensordict=next_input.clone(), break_when_any_done=False),
             _step_by_step(slow_env, 10, auto_reset=False, tensordict=next_input.clone(), break_when_any_done=False),
         )
+
+
+@pytest.mark.parametrize(
+    "transform",
+    [
+        lambda: RewardClipping(-0.5, 0.5),
+        lambda: BinarizeReward(),
+        lambda: SignTransform(in_keys=["observation"]),
+        lambda: ClipTransform(in_keys=["observation"], in_keys_inv=["action"], low=-0.5, high=0.5),
+    ],
+)
+def test_elementwise_transforms_take_the_shortcut(transform) -> None:
+    fast_env, slow_env = (TransformedEnv(GymEnv("Pendulum-v1"), Compose(StepCounter(20), transform())) for _ in range(2))
+    assert shortcut_applies(fast_env, None, None, True)
+    fast_env.set_seed(2)
+    slow_env.set_seed(2)
+    assert_same_rollout(
+        fast_env.rollout(45, break_when_any_done=False), _step_by_step(slow_env, 45, break_when_any_done=False)
+    )
 
 
 def test_episodes_restart_at_the_step_limit_and_at_the_base_done() -> None:
