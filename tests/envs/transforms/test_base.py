@@ -8,7 +8,15 @@ from tensordict import TensorDict
 
 from cadence.data import Bounded, Composite, Unbounded
 from cadence.envs import EnvBase, GymEnv, ParallelEnv, SerialEnv, check_env_specs
-from cadence.envs.transforms import Compose, DoubleToFloat, RewardScaling, RewardSum, Transform, TransformedEnv
+from cadence.envs.transforms import (
+    Compose,
+    DoubleToFloat,
+    ObservationNorm,
+    RewardScaling,
+    RewardSum,
+    Transform,
+    TransformedEnv,
+)
 
 
 class DoubleEnv(EnvBase):
@@ -90,6 +98,14 @@ def test_wrong_data_names_the_transform_and_the_key():
 
     with pytest.raises(RuntimeError, match=r"Reshape.*'x'.*\(3,\)"):
         Reshape(in_keys=["x"])(TensorDict({"x": torch.zeros(3)}, []))
+
+
+def test_catalogue_transforms_name_themselves_and_the_key_on_bad_data():
+    norm = ObservationNorm(loc=torch.zeros(3), scale=torch.ones(3), in_keys=["obs"], standard_normal=True)
+    with pytest.raises(RuntimeError, match=r"ObservationNorm could not transform 'obs' \(shape \(4,\)"):
+        norm(TensorDict({"obs": torch.zeros(4)}, []))
+    with pytest.raises(RuntimeError, match=r"ObservationNorm could not transform 'obs' .*dtype torch.bool"):
+        norm(TensorDict({"obs": torch.zeros(3, dtype=torch.bool)}, []))
 
 
 def test_inverse_transform_as_in_the_seed():
