@@ -14,6 +14,7 @@ Examples:
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -146,8 +147,11 @@ class GymWrapper(GymLikeEnv):
     """Wraps a built gymnasium env (or vector env) as a Cadence env.
 
     Args:
-        env: a ``gymnasium.Env``, or a ``gymnasium.vector.VectorEnv`` created with
-            ``autoreset_mode=AutoresetMode.DISABLED`` (partial resets need it).
+        env: a ``gymnasium.Env``, or a ``gymnasium.vector.VectorEnv``. Cadence resets
+            the done sub-envs of a vector env itself (``"_reset"`` masks): envs built
+            with ``AutoresetMode.DISABLED`` (as ``GymEnv(name, num_envs=N)`` builds
+            them) or ``NEXT_STEP`` (gymnasium's default) work as they are;
+            ``SAME_STEP`` ones need ``VecGymEnvTransform`` appended.
         categorical_action_encoding: Discrete actions as indices (``Categorical``)
             rather than one-hot vectors (``OneHot``, the default, as in the reference).
         from_pixels: add the rendered frame as ``"pixels"`` (the env must render
@@ -193,8 +197,8 @@ class GymWrapper(GymLikeEnv):
             raise ValueError(f"frame_skip must be >= 1, got {frame_skip}.")
         self._env = env
         self.is_vector = bool(self_batch)
-        if self.is_vector:
-            self._check_vector_autoreset(env)
+        self.autoreset_mode = self._vector_autoreset_mode(env) if self.is_vector else "Disabled"
+        self._same_step_checked = False
         self.from_pixels = from_pixels
         self.pixels_only = pixels_only and from_pixels
         self.frame_skip = frame_skip
@@ -202,14 +206,27 @@ class GymWrapper(GymLikeEnv):
         self._build_specs()
 
     @staticmethod
-    def _check_vector_autoreset(env: Any) -> None:
+    def _vector_autoreset_mode(env: Any) -> str:
+        """The vector env's autoreset mode, by name. Cadence resets done sub-envs itself,
+        through ``"_reset"``: ``"Disabled"`` (what ``GymEnv(name, num_envs=N)`` builds)
+        and ``"NextStep"`` (whose pending reset a masked reset cancels) give its data as
+        they are; ``"SameStep"`` hides the last observation of an episode in the info,
+        which ``VecGymEnvTransform`` brings back."""
         mode = env.metadata.get("autoreset_mode")
-        disabled = getattr(gym_backend("vector"), "AutoresetMode", None)
-        if disabled is not None and mode != disabled.DISABLED:
-            raise ValueError(
-                f"GymWrapper needs a vector env built with autoreset_mode=AutoresetMode.DISABLED "
-                f"(Cadence resets the done sub-envs itself, through '_reset'); got autoreset_mode={mode}. "
-                f"GymEnv(name, num_envs=N) builds one that way."
+        return str(getattr(mode, "value", mode if mode is not None else "NextStep"))
+
+    def _check_same_step_reader(self, terminated: Any, truncated: Any) -> None:
+        """Warns, at the first done of a same-step vector env, if nothing reads the final
+        observations out of the info (``VecGymEnvTransform`` registers such a reader)."""
+        if not (np.any(terminated) or np.any(truncated)):
+            return
+        self._same_step_checked = True
+        if not any(getattr(reader, "reads_final_observation", False) for reader in self.info_dict_reader):
+            warnings.warn(
+                "GymWrapper: this vector env auto-resets in the same step (AutoresetMode.SAME_STEP): its 'next' "
+                "observation after a done is the reset one. Append VecGymEnvTransform() to get the final "
+                "observation there and the reset one at the next step.",
+                stacklevel=4,
             )
 
     # ------------------------------------------------------------------ specs
@@ -276,6 +293,8 @@ class GymWrapper(GymLikeEnv):
     def _simulate(self, action: Any) -> tuple[Any, Any, Any, Any, Any]:
         """Steps the simulator ``frame_skip`` times with ``action``, summing rewards."""
         obs, reward, terminated, truncated, info = self._output_transform(self._env.step(action))
+        if self.autoreset_mode == "SameStep" and not self._same_step_checked:
+            self._check_same_step_reader(terminated, truncated)
         for _ in range(self.frame_skip - 1):
             if np.any(terminated) or np.any(truncated):
                 break
@@ -321,6 +340,7 @@ class GymWrapper(GymLikeEnv):
             and not self.info_dict_reader
             and not self.run_type_checks
             and not self.auto_reset
+            and self.autoreset_mode == "Disabled"
         )
 
     def _fast_rollout(

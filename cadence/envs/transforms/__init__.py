@@ -10,6 +10,9 @@ Examples:
 
 from cadence.envs.transforms.actions import ActionDiscretizer, ActionMask, DiscreteActionProjection
 from cadence.envs.transforms.base import Compose, Transform, TransformedEnv
+from cadence.envs.transforms.batch_size import BatchSizeTransform
+from cadence.envs.transforms.burn_in import BurnInTransform
+from cadence.envs.transforms.cat_frames import CatFrames
 from cadence.envs.transforms.dtype import DoubleToFloat, DTypeCastTransform
 from cadence.envs.transforms.env_shape import AutoResetEnv, AutoResetTransform, DeviceCastTransform, RemoveEmptySpecs
 from cadence.envs.transforms.episode import (
@@ -22,6 +25,7 @@ from cadence.envs.transforms.episode import (
     TimeMaxPool,
     TrajCounter,
 )
+from cadence.envs.transforms.kl_reward import KLRewardTransform
 from cadence.envs.transforms.image import CenterCrop, Crop, GrayScale, Resize, ToTensorImage
 from cadence.envs.transforms.keys import (
     CatTensors,
@@ -46,29 +50,35 @@ from cadence.envs.transforms.reward_extra import (
     TargetReturn,
 )
 from cadence.envs.transforms.trajectory import RandomCropTensorDict
+from cadence.envs.transforms.vec_gym import VecGymEnvTransform
 
 __all__ = [
     "ActionDiscretizer",
     "ActionMask",
     "AutoResetEnv",
     "AutoResetTransform",
+    "BatchSizeTransform",
     "BinarizeReward",
+    "BurnInTransform",
+    "CatFrames",
     "CatTensors",
     "CenterCrop",
     "ClipTransform",
     "Compose",
     "Crop",
-    "DTypeCastTransform",
     "DeviceCastTransform",
     "DiscreteActionProjection",
     "DoubleToFloat",
+    "DTypeCastTransform",
     "EndOfLifeTransform",
     "ExcludeTransform",
     "FiniteTensorDictCheck",
     "FlattenObservation",
     "FrameSkipTransform",
     "GrayScale",
+    "gSDENoise",
     "InitTracker",
+    "KLRewardTransform",
     "NoopResetEnv",
     "ObservationNorm",
     "ObservationTransform",
@@ -94,6 +104,6 @@ __all__ = [
     "Transform",
     "TransformedEnv",
     "UnsqueezeTransform",
+    "VecGymEnvTransform",
     "VecNorm",
-    "gSDENoise",
 ]

@@ -236,9 +236,14 @@ def test_vector_env_partial_reset_as_in_the_seed():
     assert not torch.equal(out["observation"][0], last["observation"][0])
 
 
-def test_vector_wrapper_needs_disabled_autoreset():
-    with pytest.raises(ValueError, match="autoreset_mode"):
-        GymWrapper(gymnasium.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync"))
+def test_vector_wrapper_of_a_next_step_autoreset_env_gives_the_same_data():
+    # gymnasium's default mode: Cadence's masked resets cancel the pending auto-resets
+    wrapped = GymWrapper(gymnasium.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync"))
+    built = GymEnv("CartPole-v1", num_envs=2)
+    wrapped.set_seed(4)
+    built.set_seed(4)
+    assert wrapped.autoreset_mode == "NextStep"
+    assert_same_rollout(wrapped.rollout(80, break_when_any_done=False), built.rollout(80, break_when_any_done=False))
 
 
 # ---------------------------------------------------------------- errors
