@@ -1,4 +1,4 @@
-"""Data: specs (and, later, replay buffers and trajectory views)."""
+"""Data: specs and replay buffers."""
 
 from .specs import (
     Binary,
@@ -27,6 +27,9 @@ from .specs import (
     stack_specs,
 )
 
+from .replay_buffers import *  # noqa: E402,F403 - buffers, storages, samplers, writers
+from .replay_buffers import __all__ as _replay_buffers_all
+
 __all__ = [
     "TensorSpec",
     "Composite",
@@ -53,3 +56,4 @@ __all__ = [
     "NestedKey",
     "stack_specs",
 ]
+__all__ += _replay_buffers_all
