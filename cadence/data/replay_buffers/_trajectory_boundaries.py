@@ -182,6 +182,7 @@ class TrajectoryBoundaries:
 
     # ------------------------------------------------------------------ writes
     def note_write(self, index: torch.Tensor) -> None:
+        """Notes that the elements at flat ``index`` were written (read at the next ``table``)."""
         index = torch.as_tensor(index, dtype=torch.long).reshape(-1)
         if index.numel() == 0:
             return
@@ -316,22 +317,26 @@ class TrajectoryBoundaries:
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:
-        pending = torch.cat(self.pending) if self.pending else torch.empty(0, dtype=torch.long)
-        return {
-            "ends": self.ends.clone(),
-            "pending": pending,
-            "last_written": self.last_written,
-            "covered": self.covered,
-            "source": self.source,
-            "version": self.version,
-        }
+        """The sorted ends, the writes not read yet, the write cursor and the entry used."""
+        with self._lock:
+            pending = torch.cat(self.pending) if self.pending else torch.empty(0, dtype=torch.long)
+            return {
+                "ends": self.ends.clone(),
+                "pending": pending,
+                "last_written": self.last_written,
+                "covered": self.covered,
+                "source": self.source,
+                "version": self.version,
+            }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.reset()
-        self.ends = state["ends"].clone()
-        self.pending = [state["pending"].clone()] if state["pending"].numel() else []
-        self.pending_count = int(state["pending"].numel())
-        self.last_written = state["last_written"]
-        self.covered = int(state["covered"])
-        self.source = state["source"]
-        self.version = int(state["version"])
+        """Restores what ``state_dict`` returned."""
+        with self._lock:
+            self.reset()
+            self.ends = state["ends"].clone()
+            self.pending = [state["pending"].clone()] if state["pending"].numel() else []
+            self.pending_count = int(state["pending"].numel())
+            self.last_written = state["last_written"]
+            self.covered = int(state["covered"])
+            self.source = state["source"]
+            self.version = int(state["version"])

@@ -39,6 +39,7 @@ from tensordict.utils import NestedKey
 from cadence.data.replay_buffers.checkpoint import latest_checkpoint, write_checkpoint
 from cadence.data.replay_buffers.sampler_base import Sampler
 from cadence.data.replay_buffers.samplers import PrioritizedSampler, RandomSampler
+from cadence.data.replay_buffers.slice_samplers import PrioritizedSliceSampler
 from cadence.data.replay_buffers.storages import ListStorage, Storage
 from cadence.data.replay_buffers.writers import RoundRobinWriter, TensorDictRoundRobinWriter, Writer
 
@@ -402,7 +403,8 @@ class TensorDictReplayBuffer(ReplayBuffer):
 
     def _set_given_priority(self, data: TensorDictBase, index: Any) -> None:
         """Data extended with priorities already computed (``priority_key``) keep them."""
-        if isinstance(self._sampler, PrioritizedSampler) and self.priority_key in data.keys(True, True):
+        prioritized = isinstance(self._sampler, (PrioritizedSampler, PrioritizedSliceSampler))
+        if prioritized and self.priority_key in data.keys(True, True):
             self._update_from(data.get("index"), data.get(self.priority_key))
 
     def _decorate(self, data: Any, info: dict[str, Any]) -> Any:

@@ -620,3 +620,29 @@ def test_a_storage_without_entries_is_refused():
     storage.set(torch.arange(3), [1, 2, 3])
     with pytest.raises(TypeError, match="keeps entries by key"):
         SliceSampler(slice_len=2).sample(storage, 2)
+
+
+# ---------------------------------------------------------------------------------------
+# in a replay buffer
+# ---------------------------------------------------------------------------------------
+
+
+def test_in_a_tensordict_replay_buffer_with_prefetch(tmp_path):
+    from cadence.data.replay_buffers.buffers import TensorDictReplayBuffer
+    from cadence.data.replay_buffers.storages import LazyMemmapStorage
+
+    buffer = TensorDictReplayBuffer(
+        storage=LazyMemmapStorage(1000, scratch_dir=tmp_path, ndim=2),
+        sampler=SliceSampler(num_slices=4, generator=seeded()),
+        batch_size=40,
+        prefetch=2,
+    )
+    done = torch.zeros(4, 200, 1, dtype=torch.bool)
+    done[:, 99] = True
+    buffer.extend(TensorDict({"obs": torch.randn(4, 200, 3), "next": {"done": done}}, [4, 200]))
+    for _ in range(5):
+        sample = buffer.sample()
+        index = sample["index"].reshape(4, 10)
+        assert ((index // 100) == (index[:, :1] // 100)).all()  # inside one half-row episode
+        assert sample["next", "truncated"].reshape(4, 10)[:, -1].all()
+        buffer.extend(TensorDict({"obs": torch.randn(1, 200, 3), "next": {"done": done[:1]}}, [1, 200]))

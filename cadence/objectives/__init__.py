@@ -1,0 +1,31 @@
+"""Objectives: the loss modules, their value estimators and target-parameter updaters.
+
+Examples:
+    >>> from cadence.objectives import LossModule, SoftUpdate, ValueEstimators
+    >>> ValueEstimators.TD0.name
+    'TD0'
+"""
+
+from cadence.objectives.common import LossModule
+from cadence.objectives.utils import (
+    HardUpdate,
+    SoftUpdate,
+    TargetNetUpdater,
+    ValueEstimators,
+    default_value_kwargs,
+    distance_loss,
+    hold_out_net,
+    hold_out_params,
+)
+
+__all__ = [
+    "HardUpdate",
+    "LossModule",
+    "SoftUpdate",
+    "TargetNetUpdater",
+    "ValueEstimators",
+    "default_value_kwargs",
+    "distance_loss",
+    "hold_out_net",
+    "hold_out_params",
+]
