@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import torch
@@ -89,6 +89,7 @@ class LossModule(torch.nn.Module):
         self._value_estimator: Any = None
         self._functional_names: list[str] = []
         self._target_names: list[str] = []
+        self._hidden_modules: set[str] = set()
         self.tensor_keys = self._AcceptedKeys()
 
     # ------------------------------------------------------------------ networks
@@ -122,6 +123,9 @@ class LossModule(torch.nn.Module):
         params = TensorDict.from_module(module)
         if expand_dim is not None:
             params = self._ensemble(module, params, expand_dim)
+            # the module's own parameters never run (the stacked ones are swapped in):
+            # parameters() leaves them out
+            self._hidden_modules.add(module_name)
         # the trainable parameters are the module's own objects: those it shares with the
         # networks of compare_against are the same objects there, and parameters() yields
         # each once, so nothing is duplicated or detached
@@ -147,6 +151,16 @@ class LossModule(torch.nn.Module):
             copies.append(TensorDict.from_module(fresh).data.clone())
         stacked = torch.stack(copies, 0)
         return stacked.apply(lambda value: torch.nn.Parameter(value))
+
+    def named_parameters(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, torch.nn.Parameter]]:
+        """The trainable parameters, each once (``parameters()`` reads them here)."""
+        hidden = tuple(f"{prefix}.{name}." if prefix else f"{name}." for name in self.__dict__.get("_hidden_modules", ()))
+        for name, parameter in super().named_parameters(prefix, recurse, remove_duplicate):
+            if hidden and name.startswith(hidden):
+                continue
+            yield name, parameter
 
     def __getattr__(self, name: str) -> Any:
         try:

@@ -156,7 +156,7 @@ class TargetNetUpdater:
 
     def __init__(self, loss_module: LossModule) -> None:
         pairs = loss_module._target_pairs()
-        if not pairs:
+        if not pairs():
             raise ValueError(
                 f"{type(self).__name__}: {type(loss_module).__name__} has no target parameters "
                 f"(convert_to_functional(..., create_target_params=True) makes them)."
