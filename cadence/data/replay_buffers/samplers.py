@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from cadence.data.replay_buffers.sampler_base import Sampler
-from cadence.data.replay_buffers.segment_tree import MinSegmentTree, SumSegmentTree
+from cadence.data.replay_buffers.segment_tree import MinSegmentTree, SumSegmentTree, update_together
 
 __all__ = ["RandomSampler", "SamplerWithoutReplacement", "PrioritizedSampler"]
 
@@ -386,10 +386,11 @@ class PrioritizedSampler(Sampler):
         self._write(flat, self.default_priority)
 
     def _write(self, index: np.ndarray, powered: np.ndarray | float) -> None:
-        self._sum_tree.update(index, powered)
-        self._min_tree.update(index, powered)
-        if self._neg_tree is not None:
-            self._neg_tree.update(index, -np.asarray(powered, dtype=np.float64))
+        if self._neg_tree is None:
+            update_together([self._sum_tree, self._min_tree], index, [powered, powered])
+        else:
+            negated = -np.asarray(powered, dtype=np.float64)
+            update_together([self._sum_tree, self._min_tree, self._neg_tree], index, [powered, powered, negated])
 
     def add(self, index: int | torch.Tensor) -> None:
         """The item at ``index`` was written: it gets the default (maximal) priority.

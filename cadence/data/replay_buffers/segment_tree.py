@@ -27,11 +27,12 @@ Examples:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-__all__ = ["SumSegmentTree", "MinSegmentTree"]
+__all__ = ["MinSegmentTree", "SumSegmentTree", "update_together"]
 
 # The top level holds at most 2**12 = 4096 nodes: one numpy call reduces or scans it in
 # a few microseconds, about what a single tree level costs in numpy-call overhead.
@@ -162,29 +163,7 @@ class _SegmentTree:
             >>> tree[np.arange(4)].tolist(), tree.total
             ([0.0, 1.0, 0.0, 2.0], 3.0)
         """
-        index = self._checked_index(index).reshape(-1)
-        value = np.asarray(value, dtype=np.float64)
-        if value.ndim == 0:
-            value = np.broadcast_to(value, index.shape)
-        elif value.size != index.size:
-            raise ValueError(
-                f"{type(self).__name__}.update: expected one value per index ({index.size}), "
-                f"got value of shape {tuple(value.shape)}."
-            )
-        if index.size == 0:
-            return
-        # numpy assigns a repeated index in order, so the last write wins.
-        self._leaves[index] = value.reshape(-1)
-        levels_below_top = len(self._levels) - 1
-        if index.size * levels_below_top >= self._leaves.size:
-            # Writes touching a good part of the leaves: one pass over every level is
-            # cheaper than following each leaf's path.
-            self._rebuild()
-            return
-        for k in range(levels_below_top, 0, -1):
-            index = index >> 1
-            # Repeated parents get the same value written twice: harmless.
-            self._levels[k - 1][index] = self._ufunc(self._left[k][index], self._right[k][index])
+        update_together([self], index, [value])
 
     def clear(self) -> None:
         """Sets every leaf back to the identity (0 for sums, +inf for minima).
@@ -323,3 +302,62 @@ class MinSegmentTree(_SegmentTree):
 
     _ufunc = np.minimum
     _identity = float("inf")
+
+
+def update_together(trees: Sequence[_SegmentTree], index: Any, values: Sequence[Any]) -> None:
+    """Sets the same leaves of several trees of one capacity (``values[i]`` in
+    ``trees[i]``) and recomputes their ancestors, walking the leaves' paths once for all
+    the trees (a prioritized sampler keeps a sum and a min tree over the same items).
+
+    Args:
+        trees: the trees, all of the same capacity.
+        index: leaf indices (int or array of ints in ``[0, capacity)``, any shape).
+            Where an index repeats, the value written last (in flattened order) wins.
+        values: for each tree, one value per index or one value for all of them.
+
+    Raises:
+        ValueError: if an index is out of range, a value does not match ``index``, or
+            the trees differ in capacity.
+
+    Examples:
+        >>> import numpy as np
+        >>> sums, minima = SumSegmentTree(4), MinSegmentTree(4)
+        >>> update_together([sums, minima], np.array([0, 2]), [np.array([1.0, 3.0]), np.array([1.0, 3.0])])
+        >>> sums.total, minima.total
+        (4.0, 1.0)
+    """
+    first = trees[0]
+    if any(tree.capacity != first.capacity for tree in trees):
+        raise ValueError(
+            f"update_together: the trees differ in capacity ({[tree.capacity for tree in trees]})."
+        )
+    index = first._checked_index(index).reshape(-1)
+    arrays = []
+    for tree, value in zip(trees, values):
+        value = np.asarray(value, dtype=np.float64)
+        if value.ndim == 0:
+            value = np.broadcast_to(value, index.shape)
+        elif value.size != index.size:
+            raise ValueError(
+                f"{type(tree).__name__}.update: expected one value per index ({index.size}), "
+                f"got value of shape {tuple(value.shape)}."
+            )
+        arrays.append(value.reshape(-1))
+    if index.size == 0:
+        return
+    for tree, value in zip(trees, arrays):
+        # numpy assigns a repeated index in order, so the last write wins.
+        tree._leaves[index] = value
+    levels_below_top = len(first._levels) - 1
+    if index.size * levels_below_top >= first._leaves.size:
+        # Writes touching a good part of the leaves: one pass over every level is
+        # cheaper than following each leaf's path.
+        for tree in trees:
+            tree._rebuild()
+        return
+    for k in range(levels_below_top, 0, -1):
+        index = index >> 1
+        for tree in trees:
+            # Repeated parents get the same value written twice: harmless.
+            tree._levels[k - 1][index] = tree._ufunc(tree._left[k][index], tree._right[k][index])
+
