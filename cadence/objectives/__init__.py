@@ -7,6 +7,7 @@ Examples:
 """
 
 from cadence.objectives.common import LossModule
+from cadence.objectives.ddpg import DDPGLoss
 from cadence.objectives.utils import (
     HardUpdate,
     SoftUpdate,
@@ -19,6 +20,7 @@ from cadence.objectives.utils import (
 )
 
 __all__ = [
+    "DDPGLoss",
     "HardUpdate",
     "LossModule",
     "SoftUpdate",

@@ -1,0 +1,256 @@
+"""DDPG (Lillicrap et al., 2016): a deterministic actor trained to maximise a critic, and
+a critic fitted to bootstrapped returns computed with target networks.
+
+``DDPGLoss`` follows the seed tutorial's loss: its outputs are ``loss_actor``,
+``loss_value`` and the metrics ``pred_value``, ``target_value``, ``pred_value_max`` and
+``target_value_max``; it writes each sample's squared TD error into its input under
+``"td_error"`` for prioritized replay.
+
+Examples:
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> from tensordict.nn import TensorDictModule
+    >>> actor = TensorDictModule(torch.nn.Linear(3, 1), ["observation"], ["action"])
+    >>> critic = TensorDictModule(_Critic(3, 1), ["observation", "action"], ["state_action_value"])
+    >>> loss = DDPGLoss(actor, critic)
+    >>> data = TensorDict({"observation": torch.randn(8, 3), "action": torch.randn(8, 1),
+    ...     "next": {"observation": torch.randn(8, 3), "reward": torch.randn(8, 1),
+    ...              "done": torch.zeros(8, 1, dtype=torch.bool), "terminated": torch.zeros(8, 1, dtype=torch.bool)}}, [8])
+    >>> sorted(loss(data).keys())
+    ['loss_actor', 'loss_value', 'pred_value', 'pred_value_max', 'target_value', 'target_value_max']
+    >>> data["td_error"].shape
+    torch.Size([8, 1])
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+from tensordict.nn import TensorDictModule, TensorDictSequential
+from tensordict.utils import NestedKey
+
+from cadence.objectives.common import LossModule
+from cadence.objectives.utils import ValueEstimators, default_value_kwargs, distance_loss
+
+__all__ = ["DDPGLoss", "check_actor_critic"]
+
+
+class _Critic(torch.nn.Module):
+    """A tiny Q-network for examples: ``Linear(cat(observation, action))``."""
+
+    def __init__(self, observation_size: int, action_size: int) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(observation_size + action_size, 1)
+
+    def forward(self, observation: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        return self.linear(torch.cat([observation, action], -1))
+
+
+def _probe_input(module: TensorDictModule) -> TensorDict | None:
+    """A zero input for ``module`` when its first layer tells the observation size (a
+    non-lazy ``Linear`` reading a single entry); ``None`` when it cannot be told."""
+    in_keys = list(module.in_keys)
+    first = next((m for m in module.modules() if isinstance(m, torch.nn.Linear)), None)
+    if len(in_keys) != 1 or first is None or isinstance(first, torch.nn.LazyLinear):
+        return None
+    return TensorDict({in_keys[0]: torch.zeros(1, first.in_features)}, [1])
+
+
+def check_actor_critic(actor: TensorDictModule, critic: TensorDictModule, action_key: NestedKey = "action") -> None:
+    """Runs ``critic`` on ``actor``'s output for a zero observation, when the actor's first
+    layer tells its size, so that an actor and a critic that disagree on the action's size
+    fail when the loss is built rather than at the first update.
+
+    Raises:
+        ValueError: the critic cannot read the actor's action.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict.nn import TensorDictModule
+        >>> actor = TensorDictModule(torch.nn.Linear(3, 2), ["observation"], ["action"])
+        >>> critic = TensorDictModule(_Critic(3, 1), ["observation", "action"], ["state_action_value"])
+        >>> check_actor_critic(actor, critic)
+        Traceback (most recent call last):
+        ...
+        ValueError: the critic cannot read the actor's 'action' of shape (1, 2) ...
+    """
+    probe = _probe_input(actor)
+    if probe is None:
+        return
+    with torch.no_grad():
+        try:
+            data = actor(probe)
+        except RuntimeError:
+            return  # the actor reads more than its first layer says: nothing to check here
+        action = data.get(action_key, None)
+        if action is None:
+            return
+        try:
+            critic(data)
+        except (RuntimeError, KeyError) as err:
+            raise ValueError(
+                f"the critic cannot read the actor's {action_key!r} of shape {tuple(action.shape)} (batch of 1): "
+                f"{err}. Do the actor's action size and the critic's expected action size match?"
+            ) from err
+
+
+class DDPGLoss(LossModule):
+    """The DDPG loss.
+
+    Args:
+        actor_network: writes the action (``"action"``) from the observation.
+        value_network: writes ``"state_action_value"`` from the observation and action.
+        loss_function: the critic's distance, ``"l2"``, ``"l1"`` or ``"smooth_l1"``.
+        delay_actor: keep target parameters for the actor (the paper: yes).
+        delay_value: keep target parameters for the critic (the paper: yes).
+        gamma: the discount, if given here (else the value estimator's).
+        reduction: how the losses are reduced over the batch, ``"mean"`` or ``"sum"``.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict.nn import TensorDictModule
+        >>> actor = TensorDictModule(torch.nn.Linear(3, 1), ["observation"], ["action"])
+        >>> critic = TensorDictModule(_Critic(3, 1), ["observation", "action"], ["state_action_value"])
+        >>> loss = DDPGLoss(actor, critic, gamma=0.9)
+        >>> round(float(loss.make_value_estimator(ValueEstimators.TDLambda, lmbda=0.5).value_estimator.gamma), 6)
+        0.9
+    """
+
+    @dataclasses.dataclass
+    class _AcceptedKeys:
+        """The entries the loss reads and writes."""
+
+        state_action_value: NestedKey = "state_action_value"
+        priority: NestedKey = "td_error"
+        reward: NestedKey = "reward"
+        done: NestedKey = "done"
+        terminated: NestedKey = "terminated"
+
+    default_value_estimator = ValueEstimators.TD0
+
+    def __init__(
+        self,
+        actor_network: TensorDictModule,
+        value_network: TensorDictModule,
+        *,
+        loss_function: str = "l2",
+        delay_actor: bool = True,
+        delay_value: bool = True,
+        gamma: float | None = None,
+        reduction: str = "mean",
+    ) -> None:
+        super().__init__()
+        if reduction not in ("mean", "sum"):
+            raise ValueError(f"DDPGLoss: reduction must be 'mean' or 'sum', got {reduction!r}.")
+        distance_loss(torch.zeros(1), torch.zeros(1), loss_function)  # an unknown distance fails here
+        check_actor_critic(actor_network, value_network)
+        self.convert_to_functional(actor_network, "actor_network", create_target_params=delay_actor)
+        self.convert_to_functional(
+            value_network,
+            "value_network",
+            create_target_params=delay_value,
+            compare_against=list(actor_network.parameters()),
+        )
+        self.actor_in_keys = list(actor_network.in_keys)
+        self.value_in_keys = list(value_network.in_keys)
+        # the estimator runs actor then critic on the next observations
+        self.actor_critic = TensorDictSequential(actor_network, value_network)
+        self.loss_function = loss_function
+        self.reduction = reduction
+        if gamma is not None:
+            self.gamma = gamma
+
+    # ------------------------------------------------------------------ value estimator
+    def make_value_estimator(self, value_type: ValueEstimators | None = None, **hyperparams: Any) -> DDPGLoss:
+        """Builds the critic's target estimator (TD0, TD1 or TDLambda; DDPG has no GAE)."""
+        from cadence.objectives.value import TD0Estimator, TD1Estimator, TDLambdaEstimator
+
+        value_type = value_type if value_type is not None else self.default_value_estimator
+        estimators = {
+            ValueEstimators.TD0: TD0Estimator,
+            ValueEstimators.TD1: TD1Estimator,
+            ValueEstimators.TDLambda: TDLambdaEstimator,
+        }
+        if value_type not in estimators:
+            raise ValueError(
+                f"DDPGLoss: value estimator {value_type!r} does not apply (a state-action critic has no advantage); "
+                f"use one of {[v.name for v in estimators]}."
+            )
+        hp = dict(default_value_kwargs(value_type))
+        if hasattr(self, "gamma"):
+            hp["gamma"] = self.gamma
+        hp.update(hyperparams)
+        self._value_estimator = estimators[value_type](value_network=self.actor_critic, **hp)
+        self._value_estimator.set_keys(
+            value=self.tensor_keys.state_action_value,
+            reward=self.tensor_keys.reward,
+            done=self.tensor_keys.done,
+            terminated=self.tensor_keys.terminated,
+        )
+        return self
+
+    def _forward_keys_to_estimator(self) -> None:
+        self._value_estimator.set_keys(
+            value=self.tensor_keys.state_action_value,
+            reward=self.tensor_keys.reward,
+            done=self.tensor_keys.done,
+            terminated=self.tensor_keys.terminated,
+        )
+
+    # ------------------------------------------------------------------ losses
+    def _check_input(self, tensordict: TensorDictBase) -> None:
+        keys = self.tensor_keys
+        needed = [*self.actor_in_keys, *[k for k in self.value_in_keys if k not in self.actor_network.out_keys]]
+        needed += [("next", keys.reward), ("next", keys.done), ("next", keys.terminated)]
+        needed += [("next", k) if isinstance(k, str) else ("next", *k) for k in self.actor_in_keys]
+        needed += [k for k in self.value_in_keys if k in self.actor_network.out_keys]  # the action taken
+        self._require(tensordict, *dict.fromkeys(needed))
+
+    def loss_actor(self, tensordict: TensorDictBase) -> torch.Tensor:
+        """``-Q(s, pi(s))``, per sample, with the critic's parameters held out."""
+        data = tensordict.select(*self.actor_in_keys, strict=False)
+        with self.actor_network_params.to_module(self.actor_network):
+            data = self.actor_network(data)
+        with self.value_network_params.detach().to_module(self.value_network):
+            data = self.value_network(data)
+        return -data.get(self.tensor_keys.state_action_value).squeeze(-1)
+
+    def loss_value(self, tensordict: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The critic's distance to its target, and (TD error, prediction, target), per sample."""
+        data = tensordict.copy()
+        with self.value_network_params.to_module(self.value_network):
+            self.value_network(data)
+        predicted = data.get(self.tensor_keys.state_action_value).squeeze(-1)
+        target_params = TensorDict(
+            {"module": {"0": self.target_actor_network_params, "1": self.target_value_network_params}}, []
+        )
+        with torch.no_grad(), target_params.to_module(self.actor_critic):
+            target = self.value_estimator.value_estimate(tensordict).squeeze(-1)
+        loss = distance_loss(predicted, target, loss_function=self.loss_function)
+        td_error = (predicted - target).pow(2)
+        return loss, td_error, predicted, target
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDict:
+        """The losses and metrics of a batch; writes ``td_error`` into ``tensordict``."""
+        self._check_input(tensordict)
+        loss_value, td_error, predicted, target = self.loss_value(tensordict)
+        td_error = td_error.detach().unsqueeze(tensordict.ndim)
+        if tensordict.device is not None:
+            td_error = td_error.to(tensordict.device)
+        tensordict.set(self.tensor_keys.priority, td_error)
+        loss_actor = self.loss_actor(tensordict)
+        reduce = torch.mean if self.reduction == "mean" else torch.sum
+        return TensorDict(
+            {
+                "loss_actor": reduce(loss_actor),
+                "loss_value": reduce(loss_value),
+                "pred_value": predicted.mean().detach(),
+                "target_value": target.mean().detach(),
+                "pred_value_max": predicted.max().detach(),
+                "target_value_max": target.max().detach(),
+            },
+            [],
+        )
