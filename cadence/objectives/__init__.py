@@ -8,6 +8,10 @@ Examples:
 
 from cadence.objectives.common import LossModule
 from cadence.objectives.ddpg import DDPGLoss
+from cadence.objectives.dqn import DQNLoss
+from cadence.objectives.ppo import ClipPPOLoss, KLPENPPOLoss, PPOLoss
+from cadence.objectives.sac import SACLoss
+from cadence.objectives.td3 import TD3Loss
 from cadence.objectives.utils import (
     HardUpdate,
     SoftUpdate,
@@ -20,9 +24,15 @@ from cadence.objectives.utils import (
 )
 
 __all__ = [
+    "ClipPPOLoss",
     "DDPGLoss",
+    "DQNLoss",
     "HardUpdate",
+    "KLPENPPOLoss",
     "LossModule",
+    "PPOLoss",
+    "SACLoss",
+    "TD3Loss",
     "SoftUpdate",
     "TargetNetUpdater",
     "ValueEstimators",

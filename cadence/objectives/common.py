@@ -133,8 +133,18 @@ class LossModule(torch.nn.Module):
         setattr(self, f"{module_name}_params", TensorDictParams(params, no_convert=True))
         self._functional_names.append(module_name)
         if create_target_params:
-            target = params.detach().clone()
+            if expand_dim is not None:
+                target = params.detach().clone()
+            else:
+                # a frozen copy of the network holds the target parameters, so that losses can
+                # run it as it is (target_network()) instead of swapping parameters in
+                target_module = copy.deepcopy(module)
+                target_module.requires_grad_(False)
+                setattr(self, f"_target_{module_name}", target_module)
+                target = TensorDict.from_module(target_module)
             setattr(self, f"target_{module_name}_params", TensorDictParams(target, no_convert=True))
+            # neither the copy nor its parameters are trainable: parameters() leaves them out
+            self._hidden_modules.update({f"_target_{module_name}", f"target_{module_name}_params"})
             self._target_names.append(module_name)
 
     @staticmethod
@@ -161,6 +171,25 @@ class LossModule(torch.nn.Module):
             if hidden and name.startswith(hidden):
                 continue
             yield name, parameter
+
+    def target_network(self, module_name: str) -> torch.nn.Module:
+        """The network ``module_name`` with its target parameters: a frozen copy that runs
+        as it is (the network itself, under ``torch.no_grad``, when it has no target copy).
+
+        Examples:
+            >>> import torch
+            >>> from tensordict.nn import TensorDictModule
+            >>> loss = LossModule()
+            >>> loss.convert_to_functional(TensorDictModule(torch.nn.Linear(2, 1), ["x"], ["y"]), "net",
+            ...                            create_target_params=True)
+            >>> target = loss.target_network("net")
+            >>> target is not loss.net, target.module.weight.requires_grad
+            (True, False)
+        """
+        if module_name not in self._functional_names:
+            raise AttributeError(f"{type(self).__name__} has no network {module_name!r}; it has {self._functional_names}.")
+        copy_ = self.__dict__["_modules"].get(f"_target_{module_name}")
+        return copy_ if copy_ is not None else getattr(self, module_name)
 
     def __getattr__(self, name: str) -> Any:
         try:

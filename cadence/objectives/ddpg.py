@@ -33,7 +33,7 @@ from tensordict.nn import TensorDictModule, TensorDictSequential
 from tensordict.utils import NestedKey
 
 from cadence.objectives.common import LossModule
-from cadence.objectives.utils import ValueEstimators, default_value_kwargs, distance_loss
+from cadence.objectives.utils import ValueEstimators, default_value_kwargs, distance_loss, hold_out_net
 
 __all__ = ["DDPGLoss", "check_actor_critic"]
 
@@ -154,6 +154,9 @@ class DDPGLoss(LossModule):
             create_target_params=delay_value,
             compare_against=list(actor_network.parameters()),
         )
+        self._shares_parameters = bool(
+            {id(p) for p in actor_network.parameters()} & {id(p) for p in value_network.parameters()}
+        )
         self.actor_in_keys = list(actor_network.in_keys)
         self.value_in_keys = list(value_network.in_keys)
         # the estimator runs actor then critic on the next observations
@@ -209,26 +212,33 @@ class DDPGLoss(LossModule):
         needed += [k for k in self.value_in_keys if k in self.actor_network.out_keys]  # the action taken
         self._require(tensordict, *dict.fromkeys(needed))
 
+    # The trainable parameters (<name>_params) are the networks' own parameter objects, so
+    # the networks run as they are; only target or detached parameters are swapped in.
+
+    def _critic_held_out(self) -> Any:
+        """The critic with its parameters out of the graph: their ``requires_grad`` off for
+        the block, or, if the actor shares some of them, a detached copy swapped in."""
+        if self._shares_parameters:
+            return self.value_network_params.detach().to_module(self.value_network)
+        return hold_out_net(self.value_network)
+
     def loss_actor(self, tensordict: TensorDictBase) -> torch.Tensor:
         """``-Q(s, pi(s))``, per sample, with the critic's parameters held out."""
-        data = tensordict.select(*self.actor_in_keys, strict=False)
-        with self.actor_network_params.to_module(self.actor_network):
-            data = self.actor_network(data)
-        with self.value_network_params.detach().to_module(self.value_network):
+        data = self.actor_network(tensordict.select(*self.actor_in_keys, strict=False))
+        with self._critic_held_out():
             data = self.value_network(data)
         return -data.get(self.tensor_keys.state_action_value).squeeze(-1)
 
     def loss_value(self, tensordict: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """The critic's distance to its target, and (TD error, prediction, target), per sample."""
-        data = tensordict.copy()
-        with self.value_network_params.to_module(self.value_network):
-            self.value_network(data)
+        data = self.value_network(tensordict.copy())
         predicted = data.get(self.tensor_keys.state_action_value).squeeze(-1)
-        target_params = TensorDict(
-            {"module": {"0": self.target_actor_network_params, "1": self.target_value_network_params}}, []
-        )
-        with torch.no_grad(), target_params.to_module(self.actor_critic):
-            target = self.value_estimator.value_estimate(tensordict).squeeze(-1)
+        with torch.no_grad():
+            # Q'(s', mu'(s')) from the target networks, run as they are
+            next_data = tensordict.get("next").select(*self.actor_in_keys, strict=False)
+            next_data = self.target_network("value_network")(self.target_network("actor_network")(next_data))
+            next_value = next_data.get(self.tensor_keys.state_action_value)
+            target = self.value_estimator.value_estimate(tensordict, next_value=next_value).squeeze(-1)
         loss = distance_loss(predicted, target, loss_function=self.loss_function)
         td_error = (predicted - target).pow(2)
         return loss, td_error, predicted, target

@@ -170,6 +170,24 @@ class TargetNetUpdater:
             for key, value in source.items(True, True):
                 yield value.data, target.get(key).data
 
+    def _leaf_lists(self) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        """The (trainable, target) leaves as two lists, read once and reused while the
+        loss keeps the same tensors (``loss.to(...)`` replaces some: then read again)."""
+        pairs = self._pairs()
+        check = [(source, target, next(iter(source.keys(True, True)))) for source, target in pairs]
+        fingerprint = tuple(id(target.get(key)) for _, target, key in check)
+        cached = self.__dict__.get("_cached_leaves")
+        if cached is None or cached[0] != fingerprint:
+            # the tensors themselves (not .data views): a parameter keeps its object when
+            # the loss moves, and torch.no_grad (step()) lets them be written in place
+            sources, targets = [], []
+            for source, target in pairs:
+                for key, value in source.items(True, True):
+                    sources.append(value)
+                    targets.append(target.get(key))
+            cached = self._cached_leaves = (fingerprint, sources, targets)
+        return cached[1], cached[2]
+
     @torch.no_grad()
     def init_(self) -> None:
         """Copies the trainable parameters into the targets."""
@@ -203,8 +221,7 @@ class SoftUpdate(TargetNetUpdater):
         ...         super().__init__()
         ...         self.convert_to_functional(net, "net", create_target_params=True)
         >>> loss = Loss(TensorDictModule(torch.nn.Linear(1, 1, bias=False), ["x"], ["y"]))
-        >>> loss.target_net_params["module", "weight"].zero_()
-        tensor([[0.]])
+        >>> _ = loss.target_net_params["module", "weight"].zero_()
         >>> with torch.no_grad():
         ...     _ = loss.net_params["module", "weight"].fill_(1.0)
         >>> SoftUpdate(loss, tau=0.1).step()
@@ -222,8 +239,8 @@ class SoftUpdate(TargetNetUpdater):
         self.eps = float(eps)
 
     def _step(self) -> None:
-        for source, target in self._leaves():
-            target.lerp_(source, 1.0 - self.eps)
+        sources, targets = self._leaf_lists()
+        torch._foreach_lerp_(targets, sources, 1.0 - self.eps)  # one call for all leaves
 
 
 class HardUpdate(TargetNetUpdater):
