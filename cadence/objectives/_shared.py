@@ -1,0 +1,187 @@
+"""Pieces the losses share: reducing per-sample losses, running a critic ensemble,
+reading action bounds and writing priorities.
+
+Examples:
+    >>> import torch
+    >>> reduce_loss(torch.tensor([1.0, 3.0]), "mean").item()
+    2.0
+    >>> next_key(("agent", "reward"))
+    ('next', 'agent', 'reward')
+"""
+
+from __future__ import annotations
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+from tensordict.utils import NestedKey
+
+from cadence.data import Bounded, Composite, TensorSpec
+
+__all__ = [
+    "REDUCTIONS",
+    "action_bounds",
+    "check_reduction",
+    "next_key",
+    "probe_input",
+    "reduce_loss",
+    "run_ensemble",
+    "spec_leaf",
+    "write_priority",
+]
+
+#: The reductions a loss accepts: over the batch, ``"none"`` keeps one value per sample.
+REDUCTIONS = ("mean", "sum", "none")
+
+
+def check_reduction(owner: str, reduction: str) -> str:
+    """Returns ``reduction`` if it is one of ``REDUCTIONS``; raises a ``ValueError`` naming it otherwise.
+
+    Examples:
+        >>> check_reduction("TD3Loss", "sum")
+        'sum'
+    """
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"{owner}: reduction must be one of {list(REDUCTIONS)}, got {reduction!r}.")
+    return reduction
+
+
+def reduce_loss(value: torch.Tensor, reduction: str) -> torch.Tensor:
+    """The mean, the sum, or (``"none"``) the per-sample values themselves.
+
+    Examples:
+        >>> import torch
+        >>> reduce_loss(torch.ones(2, 3), "sum").item(), reduce_loss(torch.ones(2), "none").shape
+        (6.0, torch.Size([2]))
+    """
+    if reduction == "mean":
+        return value.mean()
+    if reduction == "sum":
+        return value.sum()
+    return value
+
+
+def next_key(key: NestedKey) -> tuple[str, ...]:
+    """``key`` under ``"next"``.
+
+    Examples:
+        >>> next_key("reward")
+        ('next', 'reward')
+    """
+    return ("next", *key) if isinstance(key, tuple) else ("next", key)
+
+
+def run_ensemble(
+    module: torch.nn.Module, params: TensorDictBase, data: TensorDictBase, out_key: NestedKey
+) -> torch.Tensor:
+    """Runs ``module`` once per member of the stacked ``params`` (leading dim) on the same
+    ``data``, under ``torch.vmap``; returns ``out_key`` of each, stacked: ``[n, *B, ...]``.
+
+    The data is read only (each member runs on its own shallow copy).
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> from tensordict.nn import TensorDictModule
+        >>> net = TensorDictModule(torch.nn.Linear(2, 1), ["x"], ["y"])
+        >>> params = torch.stack([TensorDict.from_module(net).data] * 3)
+        >>> run_ensemble(net, params, TensorDict(x=torch.ones(5, 2), batch_size=[5]), "y").shape
+        torch.Size([3, 5, 1])
+    """
+
+    def one(member: TensorDictBase, inputs: TensorDictBase) -> torch.Tensor:
+        with member.to_module(module):
+            return module(inputs.copy()).get(out_key)
+
+    return torch.vmap(one, (0, None))(params, data)
+
+
+def spec_leaf(spec: TensorSpec | None, key: NestedKey = "action") -> TensorSpec | None:
+    """The spec of ``key`` when ``spec`` is a Composite holding it, else ``spec`` itself.
+
+    Examples:
+        >>> from cadence.data import Bounded, Composite
+        >>> spec_leaf(Composite(action=Bounded(-1.0, 1.0, shape=(2,)))).shape
+        torch.Size([2])
+    """
+    if isinstance(spec, Composite):
+        return spec.get(key, None) if key in spec.keys(True, True) else None
+    return spec
+
+
+def action_bounds(
+    owner: str,
+    action_spec: TensorSpec | None,
+    bounds: tuple[float | torch.Tensor, float | torch.Tensor] | None,
+    fallback_spec: TensorSpec | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(low, high)`` of the actions: from ``bounds``, else a Bounded ``action_spec``, else
+    a Bounded ``fallback_spec`` (the actor's own spec). Leading dims that repeat the same
+    bounds (an env's batch dims) are dropped so the bounds broadcast against any batch.
+
+    Raises:
+        ValueError: both or neither of ``action_spec`` and ``bounds`` (and no usable
+            fallback), or a spec that is not Bounded.
+
+    Examples:
+        >>> from cadence.data import Bounded
+        >>> low, high = action_bounds("TD3Loss", Bounded(-2.0, 2.0, shape=(4, 1)), None)
+        >>> low.tolist(), high.tolist()
+        ([-2.0], [2.0])
+    """
+    if action_spec is not None and bounds is not None:
+        raise ValueError(f"{owner}: give action_spec or bounds, not both.")
+    if bounds is not None:
+        if len(bounds) != 2:
+            raise ValueError(f"{owner}: bounds must be a (low, high) pair, got {bounds!r}.")
+        low = torch.as_tensor(bounds[0], dtype=torch.get_default_dtype())
+        high = torch.as_tensor(bounds[1], dtype=torch.get_default_dtype())
+    else:
+        spec = spec_leaf(action_spec if action_spec is not None else fallback_spec)
+        if spec is None:
+            raise ValueError(
+                f"{owner}: the action bounds are needed (to clip the target policy's noisy actions); give "
+                f"action_spec=Bounded(...) or bounds=(low, high), or an actor with a Bounded action spec."
+            )
+        if not isinstance(spec, Bounded):
+            raise ValueError(f"{owner}: the action spec must be Bounded, got {type(spec).__name__}.")
+        low, high = spec.low, spec.high
+        while low.ndim > 1 and bool((low == low[:1]).all()) and bool((high == high[:1]).all()):
+            low, high = low[0], high[0]
+    if bool((low >= high).any()):
+        raise ValueError(f"{owner}: the action bounds need low < high, got low={low.tolist()}, high={high.tolist()}.")
+    return low, high
+
+
+def probe_input(module: torch.nn.Module) -> TensorDict | None:
+    """A batch of one zero input for a tensordict module reading one entry through a
+    non-lazy first ``Linear`` (whose ``in_features`` tell the size); ``None`` otherwise.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict.nn import TensorDictModule
+        >>> probe_input(TensorDictModule(torch.nn.Linear(3, 2), ["observation"], ["y"]))["observation"].shape
+        torch.Size([1, 3])
+    """
+    in_keys = list(getattr(module, "in_keys", []))
+    first = next((m for m in module.modules() if isinstance(m, torch.nn.Linear)), None)
+    if len(in_keys) != 1 or first is None or isinstance(first, torch.nn.LazyLinear):
+        return None
+    return TensorDict({in_keys[0]: torch.zeros(1, first.in_features)}, [1])
+
+
+def write_priority(tensordict: TensorDictBase, key: NestedKey, td_error: torch.Tensor) -> None:
+    """Writes the per-sample ``td_error`` (``[*B]``) into ``tensordict`` as ``[*B, 1]``,
+    detached and on the data's device, for a prioritized replay buffer.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> data = TensorDict({}, [3])
+        >>> write_priority(data, "td_error", torch.ones(3, requires_grad=True))
+        >>> data["td_error"].shape, data["td_error"].requires_grad
+        (torch.Size([3, 1]), False)
+    """
+    value = td_error.detach().reshape(*tensordict.batch_size, 1)
+    if tensordict.device is not None:
+        value = value.to(tensordict.device)
+    tensordict.set(key, value)
