@@ -13,8 +13,9 @@ the other. The flags say where a trajectory stops:
   ``terminated``.
 
 ``gamma`` (and ``lmbda``) may be numbers or tensors broadcastable to the data (one discount
-per step: ``return_t = r_t + gamma_t * ...``). ``rolling_gamma=False``, where each gamma
-would discount its whole future, is not supported for gammas that vary along time.
+per step: ``return_t = r_t + gamma_t * ...``). With ``rolling_gamma=False`` each gamma
+discounts the whole future of its step instead (``return_t = r_t + gamma_t r_{t+1} +
+gamma_t**2 r_{t+2} ...``).
 
 The ``vec_*`` functions compute the same numbers as their loop twins without a Python loop
 over time: each estimate is a linear recurrence ``G_t = x_t + c_t * G_{t+1}``, solved by
@@ -95,15 +96,22 @@ def _coefficient(function: str, name: str, value: Coefficient, like: torch.Tenso
     return tensor
 
 
-def _check_rolling_gamma(function: str, gamma: Coefficient, rolling_gamma: bool | None) -> None:
-    # rolling_gamma only matters for a gamma that changes along time; each gamma discounting
-    # its whole future (rolling_gamma=False) is not a recurrence and is not supported
-    if rolling_gamma is False and isinstance(gamma, torch.Tensor) and gamma.numel() > 1:
-        if not bool((gamma == gamma.flatten()[0]).all()):
-            raise NotImplementedError(
-                f"{function}: rolling_gamma=False with a gamma that varies is not supported; pass "
-                f"rolling_gamma=None/True (gamma_t discounts step t+1) or a scalar gamma."
-            )
+def _varies(gamma: Coefficient) -> bool:
+    """Whether ``gamma`` is a tensor whose values differ."""
+    return isinstance(gamma, torch.Tensor) and gamma.numel() > 1 and not bool((gamma == gamma.flatten()[0]).all())
+
+
+def _per_start_gamma(compute: Callable[[float], torch.Tensor], gamma: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """``rolling_gamma=False``: the estimate at step ``t`` discounts its whole future with
+    ``gamma_t``, which is the estimate computed with that gamma throughout, read at ``t``.
+    One solve per distinct gamma value (few, in practice)."""
+    gamma = torch.as_tensor(gamma, dtype=like.dtype, device=like.device)
+    result: torch.Tensor | None = None
+    for value in torch.unique(gamma).tolist():
+        estimate = compute(value)
+        result = estimate if result is None else torch.where(gamma == value, estimate, result)
+    assert result is not None
+    return result
 
 
 def _flags(
@@ -269,7 +277,14 @@ def _lambda_return(
 ) -> torch.Tensor:
     """``G_t = r_t + gamma_t * ((1 - lmbda) V_{t+1} + lmbda G_{t+1})`` inside a trajectory,
     ``r_t + gamma_t V_{t+1}`` at a truncated or last step, ``r_t`` at a terminated one."""
-    _check_rolling_gamma(function, gamma, rolling_gamma)
+    if rolling_gamma is False and _varies(gamma):
+        return _per_start_gamma(
+            lambda value: _lambda_return(
+                function, solver, value, lmbda, next_state_value, reward, done, terminated, None, time_dim
+            ),
+            gamma,  # type: ignore[arg-type]
+            reward,
+        )
     done, terminated = _flags(function, done, terminated)
     next_state_value = _as_float_tensor("next_state_value", next_state_value, reward)
     reward, next_state_value, done, terminated = _broadcast(
@@ -317,8 +332,8 @@ def td_lambda_return_estimate(
         reward: ``[*B, T, *F]``.
         done: where trajectories end.
         terminated: where the next state has no future; defaults to ``done``.
-        rolling_gamma: ``None``/``True``: ``gamma_t`` discounts step ``t + 1``. ``False`` is only
-            accepted with a gamma that does not vary.
+        rolling_gamma: ``None``/``True``: ``gamma_t`` discounts step ``t + 1``. ``False``:
+            ``gamma_t`` discounts the whole future of step ``t``.
         time_dim: the time dimension.
 
     Examples:

@@ -140,7 +140,24 @@ def test_bad_input_is_named():
         F.td1_return_estimate(0.9, reward, reward, reward.bool(), time_dim=3)
     with pytest.raises(TypeError, match="done"):
         F.generalized_advantage_estimate(0.9, 0.9, reward, reward, reward, None)
-    with pytest.raises(NotImplementedError, match="rolling_gamma"):
-        F.vec_td1_return_estimate(torch.rand(2, 5, 1), reward, reward, reward.bool(), rolling_gamma=False)
     with pytest.raises(ValueError, match="gamma"):
         F.vec_td1_return_estimate(torch.rand(3), reward, reward, reward.bool())
+
+
+@pytest.mark.parametrize("function", ["td1_return_estimate", "vec_td1_return_estimate", "vec_td_lambda_return_estimate"])
+def test_rolling_gamma_false_discounts_each_steps_future_with_its_own_gamma(function):
+    generator = torch.Generator().manual_seed(3)
+    reward, next_value = torch.randn(2, 7, 1, generator=generator), torch.randn(2, 7, 1, generator=generator)
+    done = torch.zeros(2, 7, 1, dtype=torch.bool)
+    done[0, 3] = True
+    gamma = torch.tensor([0.5, 0.9, 0.7])[torch.randint(0, 3, (2, 7, 1), generator=generator)]
+    lmbda = () if "td1" in function else (0.8,)
+    got = getattr(F, function)(gamma, *lmbda, next_value, reward, done, rolling_gamma=False)
+    for b in range(2):
+        for t in range(7):
+            # the estimate at t is the one computed with gamma_t for every step, read at t
+            constant = getattr(F, function)(float(gamma[b, t]), *lmbda, next_value, reward, done)
+            assert torch.allclose(got[b, t], constant[b, t], atol=1e-6), (b, t)
+    rolled = getattr(F, function)(gamma, *lmbda, next_value, reward, done)
+    assert not torch.allclose(got, rolled)  # the default (rolling) reading differs
+
