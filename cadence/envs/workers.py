@@ -583,6 +583,41 @@ class WorkerPool:
         deadline = None if self._timeout is None else time.monotonic() + self._timeout
         return self._receive(i, method, deadline)
 
+    def ready(self, indices: Sequence[int], timeout: float | None = None) -> list[int]:
+        """Waits until one of the selected workers has a reply to read (or died).
+
+        Use it with :meth:`send`/:meth:`recv` to serve whichever worker answers first;
+        :meth:`recv` on a returned index does not block (it raises if the worker died).
+
+        Args:
+            indices: workers that owe a reply to :meth:`send`.
+            timeout: seconds to wait; ``None`` waits for :attr:`timeout`.
+
+        Returns:
+            The indices whose reply (or death) can be read now, in ``indices`` order;
+            empty if none answered in time.
+
+        Examples:
+            >>> with WorkerPool([lambda: "ab", lambda: "cd"]) as pool:
+            ...     pool.send(1, "upper")
+            ...     ready = pool.ready([1])
+            ...     ready, pool.recv(ready[0])
+            ([1], 'CD')
+        """
+        if not self._started:
+            self.start()
+        chosen = self._check_indices(indices)
+        waiting: dict[Any, int] = {}
+        for i in chosen:
+            if self._dead[i] is not None:
+                return [i]  # recv() says why
+            waiting[self._conns[i]] = i
+            waiting[self._procs[i].sentinel] = i
+        left = self._timeout if timeout is None else timeout
+        answered = multiprocessing.connection.wait(list(waiting), timeout=left)
+        found = {waiting[obj] for obj in answered}
+        return [i for i in chosen if i in found]
+
     def get_attr(self, name: str, indices: Sequence[int] | None = None) -> list[Any]:
         """Reads the attribute ``name`` of the selected workers' objects.
 

@@ -1,0 +1,238 @@
+"""A tensor-level view of a tensordict policy, for the collectors' fast path.
+
+A ``TensorDictModule`` of a plain ``torch.nn.Module`` reads tensors at its ``in_keys``,
+calls the module and writes its ``out_keys``. Building a tensordict for every step only
+to do that costs more than a small network's forward pass; :func:`compile_policy` turns
+a policy made of such modules (alone, or in a ``TensorDictSequential``, followed by
+``OrnsteinUhlenbeckProcessModule`` or ``AdditiveGaussianModule`` exploration) into a
+function on a plain ``dict`` of tensors that does the same arithmetic in the same order,
+so that its results are the module's, bit for bit (the tests compare them). Any other
+policy gives ``None`` and the collector calls it on tensordicts.
+
+Examples:
+    >>> import torch
+    >>> from tensordict.nn import TensorDictModule
+    >>> policy = TensorDictModule(torch.nn.Linear(3, 1), in_keys=["observation"], out_keys=["action"])
+    >>> step = compile_policy(policy)
+    >>> values = {"observation": torch.zeros(4, 3)}
+    >>> step(values)
+    >>> values["action"].shape
+    torch.Size([4, 1])
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from tensordict.nn import TensorDictModule, TensorDictModuleBase, TensorDictSequential
+
+__all__ = ["TensorStep", "compile_policy"]
+
+Values = dict[str, torch.Tensor]
+TensorStep = Callable[[Values], None]
+
+
+def _plain_module(module: Any) -> bool:
+    """Whether ``module`` has no hooks that a direct call of its pieces would skip."""
+    return not (module._forward_hooks or module._forward_pre_hooks)
+
+
+def _keys_are_plain(keys: list[Any]) -> bool:
+    return all(type(key) is str and key != "next" for key in keys)
+
+
+def _compile_module(module: TensorDictModule) -> TensorStep | None:
+    from cadence.modules import Actor  # modules import the envs; import when needed
+
+    if type(module).forward is not TensorDictModule.forward and not (type(module) is Actor and not module.safe):
+        return None
+    inner = module.module
+    if (
+        isinstance(inner, TensorDictModuleBase)
+        or module._kwargs is not None
+        or module.method is not None
+        or module.method_kwargs
+        or module.inplace is not True
+        or not _plain_module(module)
+        or not _keys_are_plain(list(module.in_keys))
+        or not _keys_are_plain(list(module.out_keys))
+    ):
+        return None
+    in_keys, out_keys = list(module.in_keys), list(module.out_keys)
+    single = len(out_keys) == 1
+    out_key = out_keys[0] if single else None
+
+    def step(values: Values) -> None:
+        try:
+            inputs = [values[key] for key in in_keys]
+        except KeyError as err:
+            raise KeyError(
+                f"The policy module {type(inner).__name__} reads {in_keys}, but the step holds "
+                f"{sorted(values)}: {err.args[0]!r} is missing."
+            ) from None
+        out = inner(*inputs)
+        if single and isinstance(out, torch.Tensor):
+            values[out_key] = out  # type: ignore[index]
+            return
+        outs = (out,) if isinstance(out, torch.Tensor) else tuple(out)
+        for key, value in zip(out_keys, outs):
+            values[key] = value
+
+    return step
+
+
+def _compile_ou(module: Any, batch: torch.Size) -> TensorStep | None:
+    """The arithmetic of ``OrnsteinUhlenbeckProcessModule.forward``, on tensors."""
+    from cadence.modules.actors import bounds_of  # the bounds the module's projection uses
+    from cadence.data import Bounded
+
+    keys = [module.action_key, module.is_init_key, module.noise_key, module.steps_key]
+    if not _plain_module(module) or not _keys_are_plain(keys):
+        return None
+    spec = module.action_spec
+    if module.safe and spec is not None and not isinstance(spec, Bounded):
+        return None
+    action_key, noise_key, steps_key = module.action_key, module.noise_key, module.steps_key
+    is_init_key = module.is_init_key
+    sqrt_dt = math.sqrt(module.dt)
+    bounds = bounds_of(spec) if module.safe and spec is not None else None
+    # sigma_t * sqrt(dt) does not change from step to step when sigma does not anneal
+    # within trajectories (sigma_min is None): it is computed once, by the module's own
+    # ops, and kept while sigma, the shape and the dtype stay the same
+    cache: dict[str, Any] = {"key": None, "value": None}
+
+    def scaled_sigma(steps: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        key = (module.sigma, action.shape, action.dtype, action.device) if module.sigma_min is None else None
+        if key is not None and cache["key"] == key:
+            return cache["value"]
+        value = module._batch_view(module.current_sigma(steps), batch, action).to(action) * sqrt_dt
+        if key is not None:
+            cache["key"], cache["value"] = key, value
+        return value
+
+    def step(values: Values) -> None:
+        action = values.get(action_key)
+        if action is None:
+            raise KeyError(
+                f"OrnsteinUhlenbeckProcessModule: the step holds no action at {action_key!r} (put the module after "
+                f"the policy); it holds {sorted(values)}"
+            )
+        if not module.exploring():
+            return
+        noise = values.get(noise_key)
+        steps = values.get(steps_key)
+        if noise is None or steps is None:
+            noise = module.x0.to(device=action.device, dtype=action.dtype).expand_as(action).clone()
+            steps = torch.zeros(*batch, 1, dtype=torch.long, device=action.device)
+        is_init = values.get(is_init_key)
+        if is_init is not None:
+            x0 = module.x0.to(device=action.device, dtype=action.dtype).expand_as(action)
+            restart = module._batch_view(is_init.bool(), batch, action)
+            noise = torch.where(restart, x0, noise)
+            steps = torch.where(module._batch_view(is_init.bool(), batch, steps), torch.zeros_like(steps), steps)
+        noise = (
+            noise
+            + module.theta * (module.mu - noise) * module.dt
+            + scaled_sigma(steps, action) * module._randn(action.shape, action)
+        )
+        out = action + module.eps.to(action) * noise
+        if bounds is not None:
+            low, high = bounds
+            out = torch.maximum(torch.minimum(out, high), low)
+        values[action_key] = out
+        values[noise_key] = noise
+        values[steps_key] = steps + 1
+
+    return step
+
+
+def _compile_gaussian(module: Any) -> TensorStep | None:
+    """The arithmetic of ``AdditiveGaussianModule.forward``, on tensors."""
+    from cadence.modules.actors import bounds_of
+    from cadence.data import Bounded
+
+    spec = module.action_spec
+    if not _plain_module(module) or not _keys_are_plain([module.action_key]):
+        return None
+    if module.safe and spec is not None and not isinstance(spec, Bounded):
+        return None
+    action_key = module.action_key
+
+    def step(values: Values) -> None:
+        action = values.get(action_key)
+        if action is None:
+            raise KeyError(
+                f"AdditiveGaussianModule: the step holds no action at {action_key!r}; it holds {sorted(values)}"
+            )
+        if not module.exploring():
+            return
+        noise = module.mean + module.std * module._randn(action.shape, action)
+        out = action + module.sigma.to(action) * noise
+        if module.safe and spec is not None:
+            low, high = bounds_of(spec)
+            out = torch.maximum(torch.minimum(out, high.to(out.device)), low.to(out.device))
+        values[action_key] = out
+
+    return step
+
+
+def compile_policy(policy: Any, batch_size: torch.Size | tuple[int, ...] = ()) -> TensorStep | None:
+    """Turns ``policy`` into a function on a dict of tensors, or ``None`` if it cannot.
+
+    The result reads and writes the same keys as ``policy`` would on a tensordict
+    holding the same entries, with the same arithmetic: it calls the wrapped
+    ``nn.Module`` of each ``TensorDictModule`` directly, and runs the exploration
+    modules' noise from their own generators and buffers (their ``eps``/``sigma``
+    annealed by ``.step()`` are read at each call).
+
+    Args:
+        policy: a ``TensorDictModule`` of a plain module, an exploration module, or a
+            ``TensorDictSequential`` of those; anything else gives ``None``.
+        batch_size: the batch size of the tensordicts the policy would be called on
+            (the env's); the exploration modules read it.
+
+    Returns:
+        A function ``step(values)`` that updates the dict ``values`` in place, or ``None``.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict.nn import TensorDictModule, TensorDictSequential
+        >>> seq = TensorDictSequential(
+        ...     TensorDictModule(torch.nn.Linear(2, 2), ["observation"], ["hidden"]),
+        ...     TensorDictModule(torch.nn.Tanh(), ["hidden"], ["action"]),
+        ... )
+        >>> compile_policy(seq) is not None, compile_policy(lambda td: td)
+        (True, None)
+    """
+    from cadence.modules import AdditiveGaussianModule, OrnsteinUhlenbeckProcessModule
+
+    batch_size = torch.Size(batch_size)
+    if type(policy) is OrnsteinUhlenbeckProcessModule:
+        return _compile_ou(policy, batch_size)
+    if type(policy) is AdditiveGaussianModule:
+        return _compile_gaussian(policy)
+    if isinstance(policy, TensorDictSequential):
+        if (
+            type(policy).forward is not TensorDictSequential.forward
+            or policy.inplace not in (True, None)
+            or policy._select_before_return
+            or policy.partial_tolerant
+            or not _plain_module(policy)
+        ):
+            return None
+        steps = [compile_policy(module, batch_size) for module in policy.module]
+        if any(step is None for step in steps):
+            return None
+        runnable: list[TensorStep] = steps  # type: ignore[assignment]
+
+        def run_all(values: Values) -> None:
+            for step in runnable:
+                step(values)
+
+        return run_all
+    if isinstance(policy, TensorDictModule):
+        return _compile_module(policy)
+    return None

@@ -1,0 +1,291 @@
+"""Multi-process collectors: totals and shapes, ids across workers, weight updates,
+seeds and state, and no process left behind (normal end, break, exception, faults)."""
+
+from __future__ import annotations
+
+import faulthandler
+import gc
+import multiprocessing
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from tensordict import TensorDictBase
+from tensordict.nn import TensorDictModule
+
+from cadence.collectors import (
+    MultiaSyncDataCollector,
+    MultiAsyncCollector,
+    MultiSyncCollector,
+    MultiSyncDataCollector,
+)
+from cadence.envs import GymEnv, PendulumEnv, SerialEnv
+from cadence.envs.workers import WorkerDiedError, WorkerException
+
+NAMES = ("MultiSyncDataCollector", "MultiaSyncDataCollector")
+
+
+def _running(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.fixture(autouse=True)
+def _no_leftovers() -> Iterator[None]:
+    faulthandler.dump_traceback_later(120, exit=True)
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+    gc.collect()
+    leftovers = [p for p in multiprocessing.active_children() if p.name.startswith(NAMES)]
+    assert not leftovers, f"worker processes left behind: {leftovers}"
+
+
+def pids_of(collector: Any) -> list[int]:
+    return [pid for pid in collector._pool.pids if pid is not None]
+
+
+def assert_gone(pids: list[int], within: float = 3.0) -> None:
+    deadline = time.monotonic() + within
+    while any(_running(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [pid for pid in pids if _running(pid)]
+
+
+def pendulum() -> GymEnv:
+    return GymEnv("Pendulum-v1")
+
+
+def linear_policy() -> TensorDictModule:
+    torch.manual_seed(0)
+    return TensorDictModule(torch.nn.Linear(3, 1), ["observation"], ["action"])
+
+
+def test_sync_total_shapes_and_ids() -> None:
+    collector = MultiSyncDataCollector([pendulum] * 2, linear_policy(), frames_per_batch=400, total_frames=1600)
+    batches = list(collector)
+    collector.shutdown()
+    assert [b.batch_size for b in batches] == [torch.Size([2, 200])] * 4
+    assert sum(b.numel() for b in batches) == 1600 and batches[0].names == [None, "time"]
+    ids = torch.cat([b["collector", "traj_ids"] for b in batches], -1)
+    # Pendulum truncates at 200 steps: each worker runs 4 trajectories, ids interleaved
+    assert ids[0].unique().tolist() == [0, 2, 4, 6] and ids[1].unique().tolist() == [1, 3, 5, 7]
+
+
+def test_sync_batched_envs_concatenate() -> None:
+    make = lambda: SerialEnv(2, pendulum)  # noqa: E731
+    with MultiSyncCollector(make, num_workers=2, frames_per_batch=40, total_frames=80) as collector:
+        batches = list(collector)
+    assert [b.batch_size for b in batches] == [torch.Size([4, 10])] * 2
+
+
+def test_async_total_and_shapes() -> None:
+    with MultiAsyncCollector([pendulum] * 2, linear_policy(), frames_per_batch=50, total_frames=500) as collector:
+        batches = list(collector)
+    assert len(batches) == 10 and all(b.batch_size == torch.Size([50]) for b in batches)
+    firsts = {int(b["collector", "traj_ids"][0]) for b in batches}
+    assert firsts <= {0, 1, 2, 3} and {0, 1} <= firsts
+
+
+@pytest.mark.parametrize("cls", [MultiSyncDataCollector, MultiaSyncDataCollector])
+def test_workers_pick_up_new_weights(cls: type) -> None:
+    policy = linear_policy()
+    collector = cls([pendulum] * 2, policy, frames_per_batch=20)
+    try:
+        first = collector.next()
+        assert not first["action"].eq(0.25).all()
+        with torch.no_grad():
+            policy.module.weight.zero_()
+            policy.module.bias.fill_(0.25)
+        collector.update_policy_weights_()
+        # the async workers may have started their next batch with the old weights
+        for _ in range(4):
+            batch = collector.next()
+        assert batch["action"].eq(0.25).all()
+    finally:
+        collector.shutdown()
+
+
+def test_weights_given_as_state_dict() -> None:
+    policy = linear_policy()
+    with MultiSyncDataCollector([pendulum] * 2, policy, frames_per_batch=20) as collector:
+        other = TensorDictModule(torch.nn.Linear(3, 1), ["observation"], ["action"])
+        with torch.no_grad():
+            other.module.weight.zero_()
+            other.module.bias.fill_(-0.5)
+        collector.update_policy_weights_(other.state_dict())
+        assert collector.next()["action"].eq(-0.5).all()
+
+
+def test_set_seed_reproduces_and_state_dict_round_trip() -> None:
+    outs = []
+    for _ in range(2):
+        with MultiSyncDataCollector([pendulum] * 2, frames_per_batch=20, total_frames=40) as collector:
+            collector.set_seed(3)
+            outs.append(torch.cat(list(collector), -1))
+    assert torch.equal(outs[0]["next", "observation"], outs[1]["next", "observation"])
+    with MultiSyncDataCollector([pendulum] * 2, frames_per_batch=20) as collector:
+        collector.next()
+        state = collector.state_dict()
+        assert state["frames"] == 20 and len(state["workers"]) == 2
+        collector.next()
+        collector.load_state_dict(state)
+        assert collector.state_dict()["frames"] == 20
+        with pytest.raises(ValueError, match="worker states"):
+            collector.load_state_dict({"frames": 0, "iter": 0, "workers": []})
+
+
+@pytest.mark.parametrize("cls", [MultiSyncDataCollector, MultiaSyncDataCollector])
+@pytest.mark.parametrize("how", ["break", "exception", "gc"])
+def test_no_process_left_behind(cls: type, how: str) -> None:
+    collector = cls([pendulum] * 2, frames_per_batch=20, total_frames=1000)
+    pids: list[int] = []
+    if how == "break":
+        for _ in collector:
+            pids = pids_of(collector)
+            break
+        collector.shutdown()
+    elif how == "exception":
+        with pytest.raises(ZeroDivisionError):
+            with collector:
+                for _ in collector:
+                    pids = pids_of(collector)
+                    raise ZeroDivisionError
+    else:
+        collector.next()
+        pids = pids_of(collector)
+        del collector
+        gc.collect()
+    assert len(pids) == 2
+    assert_gone(pids)
+
+
+class RaisingEnv(PendulumEnv):
+    """Raises at its fifth step."""
+
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        self.steps = getattr(self, "steps", 0) + 1
+        if self.steps == 5:
+            raise RuntimeError("the simulator exploded")
+        return super()._step(tensordict)
+
+
+class DyingEnv(PendulumEnv):
+    """Kills its process at its fifth step."""
+
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        self.steps = getattr(self, "steps", 0) + 1
+        if self.steps == 5:
+            os._exit(3)
+        return super()._step(tensordict)
+
+
+@pytest.mark.parametrize("cls", [MultiSyncDataCollector, MultiaSyncDataCollector])
+def test_a_worker_that_raises_is_named(cls: type) -> None:
+    collector = cls([PendulumEnv, RaisingEnv], frames_per_batch=20, total_frames=200)
+    start = time.monotonic()
+    with pytest.raises(WorkerException, match=r"worker 1 .*the simulator exploded"):
+        for _ in collector:
+            pass
+    assert time.monotonic() - start < 10
+    assert collector._closed
+
+
+@pytest.mark.parametrize("cls", [MultiSyncDataCollector, MultiaSyncDataCollector])
+def test_a_worker_that_dies_is_named(cls: type) -> None:
+    collector = cls([DyingEnv, PendulumEnv], frames_per_batch=20, total_frames=200)
+    start = time.monotonic()
+    with pytest.raises(WorkerDiedError, match=r"worker 0 .*exited with code 3"):
+        for _ in collector:
+            pass
+    assert time.monotonic() - start < 10
+
+
+def test_bad_arguments() -> None:
+    with pytest.raises(TypeError, match=r"create_env_fn\[0\]"):
+        MultiSyncDataCollector([pendulum(), pendulum], frames_per_batch=10)
+    with pytest.raises(ValueError, match="num_workers"):
+        MultiSyncDataCollector(pendulum, frames_per_batch=10)
+    with pytest.raises(ValueError, match="num_workers=3"):
+        MultiSyncDataCollector([pendulum] * 2, num_workers=3, frames_per_batch=10)
+
+
+def _shared_dirs() -> set[str]:
+    return {name for name in os.listdir("/dev/shm") if name.startswith("cadence-collector-")} if os.path.isdir(
+        "/dev/shm"
+    ) else set()
+
+
+@pytest.mark.parametrize("share_batches", [True, False])
+def test_delivered_batches_stay_as_delivered(share_batches: bool) -> None:
+    before = _shared_dirs()
+    with MultiaSyncDataCollector(
+        [lambda: SerialEnv(2, pendulum)] * 2, frames_per_batch=20, total_frames=200, share_batches=share_batches
+    ) as collector:
+        batches = [(batch, batch.clone()) for batch in collector]
+    for batch, copy in batches:
+        assert torch.equal(batch["next", "observation"], copy["next", "observation"])
+        # within a batch, each step starts where the previous one ended (Pendulum: no done here)
+        assert torch.equal(batch["observation"][:, 1:], batch["next", "observation"][:, :-1])
+    assert _shared_dirs() == before
+
+
+def test_shared_buffer_layout_and_fallback() -> None:
+    from cadence.collectors._shared import map_layout, release, same_layout, share_like
+
+    from tensordict import TensorDict
+
+    data = TensorDict({"a": torch.arange(6.0).reshape(2, 3), "empty": torch.zeros(2, 3, 0)}, batch_size=[2, 3])
+    data.names = [None, "time"]
+    layout, parent_view = share_like(data)
+    worker_view = map_layout(layout)
+    release(layout)
+    worker_view.update_(data + 1)
+    assert torch.equal(parent_view["a"], data["a"] + 1) and parent_view.names == [None, "time"]
+    assert not same_layout(worker_view, data.exclude("empty"))
+    assert not same_layout(worker_view, data.float().apply(lambda x: x.double()))
+
+
+@pytest.mark.slow
+def test_spawned_workers_get_weights_through_the_pipe() -> None:
+    policy = linear_policy()
+    collector = MultiSyncDataCollector([pendulum] * 2, policy, frames_per_batch=20, start_method="spawn")
+    try:
+        collector.next()
+        with torch.no_grad():
+            policy.module.weight.zero_()
+            policy.module.bias.fill_(0.3)
+        collector.update_policy_weights_()
+        assert collector.next()["action"].eq(0.3).all()
+    finally:
+        collector.shutdown()
+
+
+class HangingEnv(PendulumEnv):
+    """Hangs at its third step."""
+
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        self.steps = getattr(self, "steps", 0) + 1
+        if self.steps == 3:
+            time.sleep(60)
+        return super()._step(tensordict)
+
+
+@pytest.mark.parametrize("cls", [MultiSyncDataCollector, MultiaSyncDataCollector])
+def test_a_worker_that_hangs_is_named_after_the_timeout(cls: type) -> None:
+    from cadence.envs.workers import WorkerTimeoutError
+
+    collector = cls([PendulumEnv, HangingEnv], frames_per_batch=20, total_frames=1_000_000, timeout=1.0)
+    start = time.monotonic()
+    with pytest.raises(WorkerTimeoutError, match=r"worker 1 "):
+        for _ in collector:
+            pass
+    assert time.monotonic() - start < 10

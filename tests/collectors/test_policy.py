@@ -1,0 +1,112 @@
+"""compile_policy: what it accepts, and that its results are the modules' bit for bit."""
+
+from __future__ import annotations
+
+import torch
+from tensordict import TensorDict
+from tensordict.nn import TensorDictModule, TensorDictSequential
+
+from cadence.collectors._policy import compile_policy
+from cadence.data import Bounded
+from cadence.envs.utils import ExplorationType, set_exploration_type
+from cadence.modules import Actor, AdditiveGaussianModule, OrnsteinUhlenbeckProcessModule
+
+
+def _mlp() -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(3, 16), torch.nn.Tanh(), torch.nn.Linear(16, 2))
+
+
+def _run_both(make: object, steps: int = 5, batch: tuple[int, ...] = (4,), init: bool = False) -> None:
+    reference, compiled_module = make(), make()  # type: ignore[operator]
+    compiled = compile_policy(compiled_module, batch)
+    assert compiled is not None
+    gen = torch.Generator().manual_seed(3)
+    td = TensorDict({}, batch_size=batch)
+    values: dict[str, torch.Tensor] = {}
+    for t in range(steps):
+        obs = torch.randn(*batch, 3, generator=gen)
+        td.set("observation", obs)
+        values["observation"] = obs
+        if init:
+            flag = torch.full((*batch, 1), t == 2)
+            td.set("is_init", flag)
+            values["is_init"] = flag
+        with torch.no_grad():
+            td = reference(td)
+            compiled(values)
+        for key, value in values.items():
+            assert torch.equal(td.get(key), value), (t, key)
+
+
+def test_module_and_sequence_match() -> None:
+    mlp = _mlp()
+    _run_both(lambda: TensorDictSequential(
+        TensorDictModule(mlp, ["observation"], ["hidden"]),
+        TensorDictModule(torch.nn.Tanh(), ["hidden"], ["action"]),
+    ))
+
+
+def test_ou_exploration_matches_module() -> None:
+    mlp = _mlp()
+    spec = Bounded(-0.5, 0.5, shape=(4, 2))
+
+    def make() -> TensorDictSequential:
+        return TensorDictSequential(
+            TensorDictModule(mlp, ["observation"], ["action"]),
+            OrnsteinUhlenbeckProcessModule(
+                spec.clone(), annealing_num_steps=10, generator=torch.Generator().manual_seed(1)
+            ),
+        )
+
+    _run_both(make)
+    _run_both(make, init=True)
+
+
+def test_ou_annealed_sigma_and_eps_match() -> None:
+    mlp = _mlp()
+
+    def make() -> TensorDictSequential:
+        ou = OrnsteinUhlenbeckProcessModule(
+            Bounded(-1.0, 1.0, shape=(2,)),
+            sigma_min=0.05,
+            n_steps_annealing=3,
+            generator=torch.Generator().manual_seed(1),
+        )
+        ou.step(300)
+        return TensorDictSequential(TensorDictModule(mlp, ["observation"], ["action"]), ou)
+
+    _run_both(make, steps=6)
+
+
+def test_gaussian_and_actor_match() -> None:
+    mlp = _mlp()
+
+    def make() -> TensorDictSequential:
+        return TensorDictSequential(
+            Actor(mlp),
+            AdditiveGaussianModule(Bounded(-0.2, 0.2, shape=(2,)), generator=torch.Generator().manual_seed(2)),
+        )
+
+    _run_both(make)
+
+
+def test_not_exploring_leaves_the_action() -> None:
+    ou = OrnsteinUhlenbeckProcessModule(Bounded(-1.0, 1.0, shape=(1,)))
+    step = compile_policy(ou, (2,))
+    assert step is not None
+    values = {"action": torch.zeros(2, 1)}
+    with set_exploration_type(ExplorationType.DETERMINISTIC):
+        step(values)
+    assert values["action"].eq(0).all() and set(values) == {"action"}
+
+
+def test_what_does_not_compile() -> None:
+    assert compile_policy(lambda td: td) is None
+    inner = TensorDictModule(torch.nn.Linear(3, 1), ["observation"], ["action"])
+    assert compile_policy(TensorDictModule(inner, ["observation"], ["action"])) is None
+    assert compile_policy(Actor(torch.nn.Linear(3, 1), spec=Bounded(-1.0, 1.0, shape=(1,)), safe=True)) is None
+    hooked = TensorDictModule(torch.nn.Linear(3, 1), ["observation"], ["action"])
+    hooked.register_forward_hook(lambda *args: None)
+    assert compile_policy(hooked) is None
+    assert compile_policy(TensorDictModule(torch.nn.Linear(3, 1), [("nested", "obs")], ["action"])) is None
