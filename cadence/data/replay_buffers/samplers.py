@@ -500,8 +500,10 @@ class PrioritizedSampler(Sampler):
             index_flat, priority_flat = self._reduce_by_index(index_flat, priority_flat)
         if index_flat.size == 0:
             return
-        if not np.isfinite(self._min_tree[index_flat]).all():
-            missing = index_flat[~np.isfinite(self._min_tree[index_flat])][0]
+        # (index_flat was checked above: read the leaves directly)
+        written = np.isfinite(self._min_tree._leaves[index_flat])
+        if not written.all():
+            missing = index_flat[~written][0]
             raise ValueError(
                 f"PrioritizedSampler.update_priority: index {int(missing)} has not been written "
                 "(the sampler was not told of a write there through add/extend)."
@@ -585,7 +587,8 @@ class PrioritizedSampler(Sampler):
         index = self._sum_tree.find_prefix_sum(draws * total)
         # (N P(i))**-beta / max_j (N P(j))**-beta: N and the total cancel, and the largest
         # weight belongs to the smallest priority.
-        weight = (self._sum_tree[index] / self._min_tree.total) ** (-self.beta)
+        # the descent's leaves are valid indices: read them directly
+        weight = (self._sum_tree._leaves[index] / self._min_tree.total) ** (-self.beta)
         if self.dtype in (torch.float32, torch.float64):
             # numpy's cast then a shared-memory wrap is cheaper than torch's .to for 256 items.
             weight_tensor = torch.from_numpy(weight.astype(_NUMPY_FLOATS[self.dtype]))
