@@ -23,6 +23,9 @@ __all__ = ["TensorSpec", "DEVICE_TYPING", "ShapeLike"]
 
 DEVICE_TYPING = torch.device | str | int
 ShapeLike = int | Sequence[int] | torch.Size
+# Why a value is not in a spec, as a function that writes the message: is_in() runs on hot
+# paths (exploration projects every action) and only errors need the text.
+Reason = Callable[[], str]
 
 
 def _to_size(shape: ShapeLike | None, *, what: str = "shape") -> torch.Size:
@@ -284,17 +287,17 @@ class TensorSpec:
         return torch.randn(shape, generator=generator, device=self.device, dtype=dtype)
 
     # -------------------------------------------------------------- checking
-    def _check(self, val: Any) -> str | None:
+    def _check(self, val: Any) -> Reason | None:
         """Why ``val`` is not in the spec, or None if it is."""
         if not isinstance(val, torch.Tensor):
-            return f"expected a torch.Tensor, got {type(val).__name__}"
+            return lambda: f"expected a torch.Tensor, got {type(val).__name__}"
         if val.dtype != self.dtype:
-            return f"expected dtype {self.dtype}, got {val.dtype}"
+            return lambda: f"expected dtype {self.dtype}, got {val.dtype}"
         if not _shape_matches(val.shape, self.shape):
-            return f"expected shape {tuple(self.shape)} (possibly with leading batch dims), got {tuple(val.shape)}"
+            return lambda: f"expected shape {tuple(self.shape)} (possibly with leading batch dims), got {tuple(val.shape)}"
         return self._check_values(val)
 
-    def _check_values(self, val: torch.Tensor) -> str | None:
+    def _check_values(self, val: torch.Tensor) -> Reason | None:
         return None
 
     def is_in(self, val: Any) -> bool:
@@ -322,9 +325,9 @@ class TensorSpec:
             ...
             ValueError: Categorical(n=3, ...): expected values in [0, 3), got values in [5, 5]
         """
-        msg = self._check(value)
-        if msg is not None:
-            raise ValueError(f"{self._short_name()}: {msg}")
+        reason = self._check(value)
+        if reason is not None:
+            raise ValueError(f"{self._short_name()}: {reason()}")
 
     def _short_name(self) -> str:
         return f"{type(self).__name__}(shape={tuple(self.shape)}, dtype={self.dtype})"

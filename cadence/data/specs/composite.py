@@ -10,6 +10,7 @@ from tensordict import TensorDict, TensorDictBase
 
 from .base import (
     DEVICE_TYPING,
+    Reason,
     ShapeLike,
     TensorSpec,
     _indexed_shape,
@@ -395,14 +396,14 @@ class Composite(TensorSpec):
         return self._td({k: v.one(shape) for k, v in self._specs.items()}, shape)
 
     # -------------------------------------------------------------- checking
-    def _check(self, val: Any) -> str | None:
+    def _check(self, val: Any) -> Reason | None:
         for key, spec in self.items(include_nested=True, leaves_only=True):
             value = _lookup(val, key)
             if value is _NO_DEFAULT:
-                return f"missing key {key!r}"
+                return lambda: f"missing key {key!r}"
             msg = spec._check(value)
             if msg is not None:
-                return f"key {key!r}: {msg}"
+                return lambda: f"key {key!r}: {msg()}"
         return None
 
     def _short_name(self) -> str:
@@ -427,9 +428,9 @@ class Composite(TensorSpec):
         """
         if not isinstance(value, (TensorDictBase, Mapping)):
             raise ValueError(f"{self._short_name()}: expected a TensorDict or a dict, got {type(value).__name__}")
-        msg = self._check(value)
-        if msg is not None:
-            raise ValueError(f"{self._short_name()}: {msg}")
+        reason = self._check(value)
+        if reason is not None:
+            raise ValueError(f"{self._short_name()}: {reason()}")
 
     def type_check(self, value: Any, key: NestedKey | None = None) -> None:
         """Check dtypes of ``value``'s entries (or of one key)."""

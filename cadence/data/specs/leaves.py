@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from tensordict import NonTensorData
 
-from .base import DEVICE_TYPING, ShapeLike, TensorSpec, _concrete, _shape_matches, _summarise, _to_size
+from .base import DEVICE_TYPING, Reason, ShapeLike, TensorSpec, _concrete, _shape_matches, _summarise, _to_size
 
 __all__ = [
     "Unbounded",
@@ -193,9 +193,9 @@ class Bounded(TensorSpec):
         out = lo + (u * (hi - lo + 1)).floor()
         return torch.minimum(out, hi).to(self.dtype)
 
-    def _check_values(self, val: torch.Tensor) -> str | None:
+    def _check_values(self, val: torch.Tensor) -> Reason | None:
         if bool(((val < self.low) | (val > self.high)).any()):
-            return f"expected values in [{_summarise(self.low)}, {_summarise(self.high)}], got {_range_text(val)}"
+            return lambda: f"expected values in [{_summarise(self.low)}, {_summarise(self.high)}], got {_range_text(val)}"
         return None
 
     def _project(self, val: torch.Tensor) -> torch.Tensor:
@@ -346,14 +346,14 @@ class Categorical(_Categories, TensorSpec):
         """A uniform random category index (among the allowed ones if masked)."""
         return self._draw_indices(self._full_shape(shape), generator).to(self.dtype)
 
-    def _check_values(self, val: torch.Tensor) -> str | None:
+    def _check_values(self, val: torch.Tensor) -> Reason | None:
         if self.dtype != torch.bool and bool(((val < 0) | (val >= self.n)).any()):
-            return f"expected values in [0, {self.n}), got {_range_text(val)}"
+            return lambda: f"expected values in [0, {self.n}), got {_range_text(val)}"
         if self.mask is not None:
             idx = val.long().unsqueeze(-1)
             m = self.mask.expand(val.shape + torch.Size((self.n,)))
             if not bool(m.gather(-1, idx).all()):
-                return "expected values allowed by the mask, got masked-out categories"
+                return lambda: "expected values allowed by the mask, got masked-out categories"
         return None
 
     def _project(self, val: torch.Tensor) -> torch.Tensor:
@@ -499,12 +499,12 @@ class OneHot(_Categories, TensorSpec):
         indices = self._draw_indices(self._full_shape(shape)[:-1], generator)
         return torch.nn.functional.one_hot(indices, self.n).to(self.dtype)
 
-    def _check_values(self, val: torch.Tensor) -> str | None:
+    def _check_values(self, val: torch.Tensor) -> Reason | None:
         v = val.to(torch.int64) if val.dtype != torch.bool else val.long()
         if bool(((v != 0) & (v != 1)).any()) or bool((v.sum(-1) != 1).any()):
-            return f"expected one-hot vectors over {self.n} categories (one 1 per vector), got {_range_text(v)} / sums that are not 1"
+            return lambda: f"expected one-hot vectors over {self.n} categories (one 1 per vector), got {_range_text(v)} / sums that are not 1"
         if self.mask is not None and not bool(self.mask.expand(val.shape)[v.bool()].all()):
-            return "expected categories allowed by the mask, got masked-out categories"
+            return lambda: "expected categories allowed by the mask, got masked-out categories"
         return None
 
     def _project(self, val: torch.Tensor) -> torch.Tensor:
@@ -596,9 +596,9 @@ class MultiCategorical(TensorSpec):
         n = self.nvec.to(torch.float64)
         return torch.minimum((u * n).floor(), n - 1).to(self.dtype)
 
-    def _check_values(self, val: torch.Tensor) -> str | None:
+    def _check_values(self, val: torch.Tensor) -> Reason | None:
         if bool(((val < 0) | (val >= self.nvec)).any()):
-            return f"expected values in [0, nvec) with nvec={_summarise(self.nvec)}, got {_range_text(val)}"
+            return lambda: f"expected values in [0, nvec) with nvec={_summarise(self.nvec)}, got {_range_text(val)}"
         return None
 
     def _project(self, val: torch.Tensor) -> torch.Tensor:
@@ -674,13 +674,13 @@ class MultiOneHot(TensorSpec):
         ]
         return torch.cat(parts, -1).to(self.dtype)
 
-    def _check_values(self, val: torch.Tensor) -> str | None:
+    def _check_values(self, val: torch.Tensor) -> Reason | None:
         v = val.long()
         if bool(((v != 0) & (v != 1)).any()):
-            return f"expected 0/1 values, got {_range_text(v)}"
+            return lambda: f"expected 0/1 values, got {_range_text(v)}"
         for i, part in enumerate(v.split(list(self.nvec), -1)):
             if bool((part.sum(-1) != 1).any()):
-                return f"expected one 1 in group {i} (size {self.nvec[i]}) of every vector"
+                return lambda: f"expected one 1 in group {i} (size {self.nvec[i]}) of every vector"
         return None
 
     def _project(self, val: torch.Tensor) -> torch.Tensor:
@@ -767,7 +767,7 @@ class NonTensor(TensorSpec):
         """A ``NonTensorData`` holding ``example_data``."""
         return self._make(shape)
 
-    def _check(self, val: Any) -> str | None:
+    def _check(self, val: Any) -> Reason | None:
         return None
 
     def project(self, val: Any) -> Any:
