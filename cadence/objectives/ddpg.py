@@ -204,13 +204,19 @@ class DDPGLoss(LossModule):
         )
 
     # ------------------------------------------------------------------ losses
-    def _check_input(self, tensordict: TensorDictBase) -> None:
+    def _needed_keys(self) -> list[NestedKey]:
         keys = self.tensor_keys
         needed = [*self.actor_in_keys, *[k for k in self.value_in_keys if k not in self.actor_network.out_keys]]
         needed += [("next", keys.reward), ("next", keys.done), ("next", keys.terminated)]
         needed += [("next", k) if isinstance(k, str) else ("next", *k) for k in self.actor_in_keys]
         needed += [k for k in self.value_in_keys if k in self.actor_network.out_keys]  # the action taken
-        self._require(tensordict, *dict.fromkeys(needed))
+        return list(dict.fromkeys(needed))
+
+    def _check_input(self, tensordict: TensorDictBase) -> None:
+        # a get per key is cheaper than listing the input's keys: that is for the error
+        for key in self._needed_keys():
+            if tensordict.get(key, None) is None:
+                self._require(tensordict, *self._needed_keys())
 
     # The trainable parameters (<name>_params) are the networks' own parameter objects, so
     # the networks run as they are; only target or detached parameters are swapped in.
@@ -220,7 +226,7 @@ class DDPGLoss(LossModule):
         the block, or, if the actor shares some of them, a detached copy swapped in."""
         if self._shares_parameters:
             return self.value_network_params.detach().to_module(self.value_network)
-        return hold_out_net(self.value_network)
+        return hold_out_net(self.value_network_params.values(True, True))
 
     def loss_actor(self, tensordict: TensorDictBase) -> torch.Tensor:
         """``-Q(s, pi(s))``, per sample, with the critic's parameters held out."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -97,9 +97,9 @@ def distance_loss(
 
 
 @contextlib.contextmanager
-def hold_out_net(network: torch.nn.Module) -> Iterator[None]:
-    """Within the block, ``network``'s parameters take no gradient (their
-    ``requires_grad`` is restored afterwards).
+def hold_out_net(network: torch.nn.Module | Iterable[torch.Tensor]) -> Iterator[None]:
+    """Within the block, ``network``'s parameters (or the given tensors) take no gradient
+    (their ``requires_grad`` is restored afterwards).
 
     Examples:
         >>> import torch
@@ -109,7 +109,7 @@ def hold_out_net(network: torch.nn.Module) -> Iterator[None]:
         >>> out.requires_grad, net.weight.requires_grad
         (False, True)
     """
-    parameters = list(network.parameters())
+    parameters = list(network.parameters() if isinstance(network, torch.nn.Module) else network)
     states = [p.requires_grad for p in parameters]
     for parameter in parameters:
         parameter.requires_grad_(False)
