@@ -11,6 +11,8 @@ Examples:
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from tensordict import TensorDict, TensorDictBase
 from tensordict.utils import NestedKey
@@ -21,6 +23,7 @@ __all__ = [
     "REDUCTIONS",
     "action_bounds",
     "check_reduction",
+    "make_return_estimator",
     "next_key",
     "probe_input",
     "reduce_loss",
@@ -185,3 +188,59 @@ def write_priority(tensordict: TensorDictBase, key: NestedKey, td_error: torch.T
     if tensordict.device is not None:
         value = value.to(tensordict.device)
     tensordict.set(key, value)
+
+
+def make_return_estimator(
+    loss: Any, value_type: Any, hyperparams: dict[str, Any], why: str, value_network: Any = None
+) -> None:
+    """Builds ``loss._value_estimator``: a TD0, TD1 or TD(lambda) return estimator (the losses
+    that regress state-action values have no use for an advantage), with the
+    estimator's default hyperparameters, the loss's ``gamma`` if it has one, then
+    ``hyperparams``; and passes the loss's key names on to it.
+
+    Args:
+        loss: the loss being given an estimator.
+        value_type: a ``ValueEstimators`` member (the loss's default if ``None``).
+        hyperparams: keyword arguments of the estimator.
+        why: why GAE does not apply, for the error.
+        value_network: the network the estimator runs (``None``: the loss gives it values).
+
+    Raises:
+        ValueError: ``value_type`` is not one of the three.
+
+    Examples:
+        >>> from cadence.objectives import LossModule, ValueEstimators
+        >>> class Loss(LossModule):
+        ...     default_value_estimator = ValueEstimators.TD0
+        ...     def _forward_keys_to_estimator(self):
+        ...         pass
+        >>> loss = Loss()
+        >>> make_return_estimator(loss, ValueEstimators.TDLambda, {"lmbda": 0.5}, "no advantage here")
+        >>> type(loss.value_estimator).__name__
+        'TDLambdaEstimator'
+        >>> make_return_estimator(loss, ValueEstimators.GAE, {}, "no advantage here")
+        Traceback (most recent call last):
+        ...
+        ValueError: Loss: value estimator <ValueEstimators.GAE: 'Generalized advantage estimate'> does not apply (no advantage here); use one of ['TD0', 'TD1', 'TDLambda'].
+    """
+    from cadence.objectives.utils import ValueEstimators, default_value_kwargs
+    from cadence.objectives.value import TD0Estimator, TD1Estimator, TDLambdaEstimator
+
+    value_type = value_type if value_type is not None else loss.default_value_estimator
+    estimators = {
+        ValueEstimators.TD0: TD0Estimator,
+        ValueEstimators.TD1: TD1Estimator,
+        ValueEstimators.TDLambda: TDLambdaEstimator,
+    }
+    if value_type not in estimators:
+        raise ValueError(
+            f"{type(loss).__name__}: value estimator {value_type!r} does not apply ({why}); use one of "
+            f"{[v.name for v in estimators]}."
+        )
+    hp = dict(default_value_kwargs(value_type))
+    if hasattr(loss, "gamma"):
+        hp["gamma"] = loss.gamma
+    hp.update(hyperparams)
+    loss._value_estimator = estimators[value_type](value_network=value_network, **hp)
+    loss._forward_keys_to_estimator()
+

@@ -32,8 +32,9 @@ from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModule, TensorDictSequential
 from tensordict.utils import NestedKey
 
+from cadence.objectives._shared import make_return_estimator
 from cadence.objectives.common import LossModule
-from cadence.objectives.utils import ValueEstimators, default_value_kwargs, distance_loss, hold_out_net
+from cadence.objectives.utils import ValueEstimators, distance_loss, hold_out_net
 
 __all__ = ["DDPGLoss", "check_actor_critic"]
 
@@ -169,30 +170,7 @@ class DDPGLoss(LossModule):
     # ------------------------------------------------------------------ value estimator
     def make_value_estimator(self, value_type: ValueEstimators | None = None, **hyperparams: Any) -> DDPGLoss:
         """Builds the critic's target estimator (TD0, TD1 or TDLambda; DDPG has no GAE)."""
-        from cadence.objectives.value import TD0Estimator, TD1Estimator, TDLambdaEstimator
-
-        value_type = value_type if value_type is not None else self.default_value_estimator
-        estimators = {
-            ValueEstimators.TD0: TD0Estimator,
-            ValueEstimators.TD1: TD1Estimator,
-            ValueEstimators.TDLambda: TDLambdaEstimator,
-        }
-        if value_type not in estimators:
-            raise ValueError(
-                f"DDPGLoss: value estimator {value_type!r} does not apply (a state-action critic has no advantage); "
-                f"use one of {[v.name for v in estimators]}."
-            )
-        hp = dict(default_value_kwargs(value_type))
-        if hasattr(self, "gamma"):
-            hp["gamma"] = self.gamma
-        hp.update(hyperparams)
-        self._value_estimator = estimators[value_type](value_network=self.actor_critic, **hp)
-        self._value_estimator.set_keys(
-            value=self.tensor_keys.state_action_value,
-            reward=self.tensor_keys.reward,
-            done=self.tensor_keys.done,
-            terminated=self.tensor_keys.terminated,
-        )
+        make_return_estimator(self, value_type, hyperparams, "a state-action critic has no advantage", value_network=self.actor_critic)
         return self
 
     def _forward_keys_to_estimator(self) -> None:

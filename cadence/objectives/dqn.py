@@ -34,6 +34,7 @@ from tensordict.utils import NestedKey
 from cadence.data import Categorical, OneHot, TensorSpec
 from cadence.modules import QValueActor
 from cadence.objectives._shared import (
+    make_return_estimator,
     check_reduction,
     next_key,
     probe_input,
@@ -42,7 +43,7 @@ from cadence.objectives._shared import (
     write_priority,
 )
 from cadence.objectives.common import LossModule
-from cadence.objectives.utils import ValueEstimators, default_value_kwargs, distance_loss
+from cadence.objectives.utils import ValueEstimators, distance_loss
 
 __all__ = ["DQNLoss"]
 
@@ -177,25 +178,7 @@ class DQNLoss(LossModule):
 
         The estimator runs no network: the loss gives it the next states' values.
         """
-        from cadence.objectives.value import TD0Estimator, TD1Estimator, TDLambdaEstimator
-
-        value_type = value_type if value_type is not None else self.default_value_estimator
-        estimators = {
-            ValueEstimators.TD0: TD0Estimator,
-            ValueEstimators.TD1: TD1Estimator,
-            ValueEstimators.TDLambda: TDLambdaEstimator,
-        }
-        if value_type not in estimators:
-            raise ValueError(
-                f"DQNLoss: value estimator {value_type!r} does not apply (DQN regresses action values); use one of "
-                f"{[v.name for v in estimators]}."
-            )
-        hp = dict(default_value_kwargs(value_type))
-        if hasattr(self, "gamma"):
-            hp["gamma"] = self.gamma
-        hp.update(hyperparams)
-        self._value_estimator = estimators[value_type](value_network=None, **hp)
-        self._forward_keys_to_estimator()
+        make_return_estimator(self, value_type, hyperparams, "DQN regresses action values")
         return self
 
     def _forward_keys_to_estimator(self) -> None:

@@ -36,6 +36,7 @@ from tensordict.utils import NestedKey
 
 from cadence.data import TensorSpec
 from cadence.objectives._shared import (
+    make_return_estimator,
     action_bounds,
     check_reduction,
     next_key,
@@ -45,7 +46,7 @@ from cadence.objectives._shared import (
 )
 from cadence.objectives.common import LossModule
 from cadence.objectives.ddpg import check_actor_critic
-from cadence.objectives.utils import ValueEstimators, default_value_kwargs, distance_loss
+from cadence.objectives.utils import ValueEstimators, distance_loss
 
 __all__ = ["TD3Loss"]
 
@@ -157,25 +158,7 @@ class TD3Loss(LossModule):
 
         The estimator runs no network: the loss gives it ``min_i Q'_i(s', a')``.
         """
-        from cadence.objectives.value import TD0Estimator, TD1Estimator, TDLambdaEstimator
-
-        value_type = value_type if value_type is not None else self.default_value_estimator
-        estimators = {
-            ValueEstimators.TD0: TD0Estimator,
-            ValueEstimators.TD1: TD1Estimator,
-            ValueEstimators.TDLambda: TDLambdaEstimator,
-        }
-        if value_type not in estimators:
-            raise ValueError(
-                f"TD3Loss: value estimator {value_type!r} does not apply (a state-action critic has no advantage); "
-                f"use one of {[v.name for v in estimators]}."
-            )
-        hp = dict(default_value_kwargs(value_type))
-        if hasattr(self, "gamma"):
-            hp["gamma"] = self.gamma
-        hp.update(hyperparams)
-        self._value_estimator = estimators[value_type](value_network=None, **hp)
-        self._forward_keys_to_estimator()
+        make_return_estimator(self, value_type, hyperparams, "a state-action critic has no advantage")
         return self
 
     def _forward_keys_to_estimator(self) -> None:
