@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from cadence.collectors._policy import TensorStep
+from cadence.modules.tensor_view import TensorStep
 from cadence.envs.libs.gym_rollout import _carried_entries
 from cadence.envs.common import EnvBase
 
@@ -314,7 +314,7 @@ class GymRunner:
         calls a policy), or with random actions if both are ``None``."""
         if self.obs is None:
             self.reset()
-        nb, batch = self.nb, tuple(self.batch_size)
+        batch = tuple(self.batch_size)
         time_first = (steps, *batch)
         root_obs = np.empty((*time_first, *self.obs_shape), dtype=self.obs_dtype)
         next_obs = np.empty_like(root_obs)

@@ -39,7 +39,7 @@ from typing import Any
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from cadence.collectors._policy import compile_policy
+from cadence.modules.tensor_view import compile_policy
 from cadence.collectors._runners import EnvRunner, GymRunner, TrajectoryIds, gym_runner_applies
 from cadence.collectors.utils import split_trajectories
 from cadence.envs.common import EnvBase

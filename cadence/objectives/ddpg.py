@@ -206,22 +206,60 @@ class DDPGLoss(LossModule):
             return self.value_network_params.detach().to_module(self.value_network)
         return hold_out_net(self.value_network_params.values(True, True))
 
+    def _tensor_steps(self) -> dict[str, Any] | None:
+        """The four networks (actor, critic and their targets) as functions on dicts of
+        tensors (``cadence.modules.tensor_view``) when they are ``TensorDictModule``s of
+        plain modules with plain keys: an update then builds no tensordict per call.
+        ``None`` otherwise (the networks run on tensordicts)."""
+        cached = self.__dict__.get("_tensor_steps_cache")
+        if cached is None:
+            from cadence.modules.tensor_view import compile_policy
+
+            steps = {
+                "actor": compile_policy(self.actor_network),
+                "critic": compile_policy(self.value_network),
+                "target_actor": compile_policy(self.target_network("actor_network")),
+                "target_critic": compile_policy(self.target_network("value_network")),
+            }
+            plain_keys = all(isinstance(k, str) for k in [*self.actor_in_keys, *self.value_in_keys])
+            cached = steps if plain_keys and all(step is not None for step in steps.values()) else {}
+            self.__dict__["_tensor_steps_cache"] = cached
+        return cached or None
+
+    def _critic_of_actor(self, tensordict: TensorDictBase, critic: str, actor: str, prefix: tuple = ()) -> torch.Tensor:
+        """``critic(s, actor(s))`` on the states of ``tensordict`` (under ``prefix``)."""
+        steps = self._tensor_steps()
+        if steps is not None:
+            values = {key: tensordict.get((*prefix, key)) for key in self.actor_in_keys}
+            steps[actor](values)
+            steps[critic](values)
+            return values[self.tensor_keys.state_action_value]
+        source = tensordict.get(prefix) if prefix else tensordict
+        data = source.select(*self.actor_in_keys, strict=False)
+        networks = {
+            "actor": self.actor_network, "critic": self.value_network,
+            "target_actor": self.target_network("actor_network"), "target_critic": self.target_network("value_network"),
+        }
+        return networks[critic](networks[actor](data)).get(self.tensor_keys.state_action_value)
+
     def loss_actor(self, tensordict: TensorDictBase) -> torch.Tensor:
         """``-Q(s, pi(s))``, per sample, with the critic's parameters held out."""
-        data = self.actor_network(tensordict.select(*self.actor_in_keys, strict=False))
         with self._critic_held_out():
-            data = self.value_network(data)
-        return -data.get(self.tensor_keys.state_action_value).squeeze(-1)
+            return -self._critic_of_actor(tensordict, "critic", "actor").squeeze(-1)
 
     def loss_value(self, tensordict: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """The critic's distance to its target, and (TD error, prediction, target), per sample."""
-        data = self.value_network(tensordict.copy())
-        predicted = data.get(self.tensor_keys.state_action_value).squeeze(-1)
+        steps = self._tensor_steps()
+        if steps is not None:
+            values = {key: tensordict.get(key) for key in self.value_in_keys}
+            steps["critic"](values)
+            predicted = values[self.tensor_keys.state_action_value].squeeze(-1)
+        else:
+            data = self.value_network(tensordict.copy())
+            predicted = data.get(self.tensor_keys.state_action_value).squeeze(-1)
         with torch.no_grad():
             # Q'(s', mu'(s')) from the target networks, run as they are
-            next_data = tensordict.get("next").select(*self.actor_in_keys, strict=False)
-            next_data = self.target_network("value_network")(self.target_network("actor_network")(next_data))
-            next_value = next_data.get(self.tensor_keys.state_action_value)
+            next_value = self._critic_of_actor(tensordict, "target_critic", "target_actor", ("next",))
             target = self.value_estimator.value_estimate(tensordict, next_value=next_value).squeeze(-1)
         loss = distance_loss(predicted, target, loss_function=self.loss_function)
         td_error = (predicted - target).pow(2)

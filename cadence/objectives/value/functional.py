@@ -65,6 +65,9 @@ def _as_float_tensor(name: str, value: torch.Tensor, like: torch.Tensor) -> torc
 
 def _broadcast(function: str, **tensors: torch.Tensor) -> list[torch.Tensor]:
     """Broadcasts the named tensors together; the error names them and their shapes."""
+    shapes = {t.shape for t in tensors.values()}
+    if len(shapes) == 1:  # the common case, without torch.broadcast_shapes' Python-level work
+        return list(tensors.values())
     try:
         shape = torch.broadcast_shapes(*(t.shape for t in tensors.values()))
     except RuntimeError:
@@ -84,6 +87,8 @@ def _time_axis(function: str, time_dim: int, ndim: int) -> int:
 def _coefficient(function: str, name: str, value: Coefficient, like: torch.Tensor) -> torch.Tensor:
     """``gamma``/``lmbda`` as a tensor of ``like``'s dtype and device, broadcastable to it."""
     tensor = torch.as_tensor(value, dtype=like.dtype, device=like.device)
+    if tensor.ndim == 0:  # a number fits any data
+        return tensor
     try:
         fits = torch.broadcast_shapes(tensor.shape, like.shape) == like.shape
     except RuntimeError:

@@ -6,7 +6,7 @@ import torch
 from tensordict import TensorDict
 from tensordict.nn import TensorDictModule, TensorDictSequential
 
-from cadence.collectors._policy import compile_policy
+from cadence.modules.tensor_view import compile_policy
 from cadence.data import Bounded
 from cadence.envs.utils import ExplorationType, set_exploration_type
 from cadence.modules import Actor, AdditiveGaussianModule, OrnsteinUhlenbeckProcessModule

@@ -1,4 +1,4 @@
-"""A tensor-level view of a tensordict policy, for the collectors' fast path.
+"""A tensor-level view of tensordict modules, for hot loops (collectors, losses).
 
 A ``TensorDictModule`` of a plain ``torch.nn.Module`` reads tensors at its ``in_keys``,
 calls the module and writes its ``out_keys``. Building a tensordict for every step only
@@ -45,7 +45,7 @@ def _keys_are_plain(keys: list[Any]) -> bool:
 
 
 def _compile_module(module: TensorDictModule) -> TensorStep | None:
-    from cadence.modules import Actor  # modules import the envs; import when needed
+    from cadence.modules.actors import Actor
 
     if type(module).forward is not TensorDictModule.forward and not (type(module) is Actor and not module.safe):
         return None
@@ -207,7 +207,7 @@ def compile_policy(policy: Any, batch_size: torch.Size | tuple[int, ...] = ()) -
         >>> compile_policy(seq) is not None, compile_policy(lambda td: td)
         (True, None)
     """
-    from cadence.modules import AdditiveGaussianModule, OrnsteinUhlenbeckProcessModule
+    from cadence.modules.exploration import AdditiveGaussianModule, OrnsteinUhlenbeckProcessModule
 
     batch_size = torch.Size(batch_size)
     if type(policy) is OrnsteinUhlenbeckProcessModule:
