@@ -124,7 +124,6 @@ def plain_pendulum(batches: int, seed: int) -> float:
 
 
 def cadence_pendulum(batches: int, seed: int) -> float:
-    import torch
     from tensordict.nn import TensorDictModule, TensorDictSequential
 
     from cadence.collectors import SyncDataCollector

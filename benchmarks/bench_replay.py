@@ -26,7 +26,6 @@ import argparse
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 from bench_rollout import REPO_ROOT, find_reference_python
 
