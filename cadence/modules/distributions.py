@@ -272,9 +272,19 @@ class TanhNormal(D.Distribution):
             u = u + (u.clamp(-bound, bound) - u).detach()
         return self._mid + self._half * u
 
+    #: The generator samples draw from (torch's global one if ``None``): a loss that
+    #: samples actions (``SACLoss(generator=...)``) sets it so that its draws repeat.
+    generator: torch.Generator | None = None
+
     def rsample(self, sample_shape: _SizeLike = torch.Size()) -> torch.Tensor:
         """A reparameterised sample (gradients flow to ``loc`` and ``scale``)."""
-        return self._squash(self.base.rsample(torch.Size(sample_shape)))
+        if self.generator is None:
+            return self._squash(self.base.rsample(torch.Size(sample_shape)))
+        noise = torch.randn(
+            torch.Size(sample_shape) + self.loc.shape, generator=self.generator, dtype=self.loc.dtype,
+            device=self.loc.device,
+        )
+        return self._squash(self.loc + self.scale * noise)
 
     def sample(self, sample_shape: _SizeLike = torch.Size()) -> torch.Tensor:
         """A sample outside the graph."""

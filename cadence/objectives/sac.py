@@ -83,6 +83,9 @@ class SACLoss(LossModule):
         action_spec: the action spec, for ``target_entropy="auto"`` (by default the
             actor's spec; else the size of the first sampled action).
         fixed_alpha: keep ``alpha`` at ``alpha_init`` (``loss_alpha`` is then zero).
+        generator: the generator actions are sampled with, when the actor's distribution
+            takes one (cadence's ``TanhNormal`` does; torch's own distributions draw from
+            torch's global generator).
         target_entropy: the entropy ``alpha`` is tuned towards; ``"auto"`` is minus the
             number of action dims (the last dim of the action spec).
         delay_actor: keep target parameters for the actor (used for the next actions).
@@ -139,8 +142,10 @@ class SACLoss(LossModule):
         gamma: float | None = None,
         priority_key: NestedKey | None = None,
         reduction: str = "mean",
+        generator: torch.Generator | None = None,
     ) -> None:
         super().__init__()
+        self.generator = generator if generator is not None else torch.Generator()
         self.reduction = check_reduction("SACLoss", reduction)
         distance_loss(torch.zeros(1), torch.zeros(1), loss_function)  # an unknown distance fails here
         if not hasattr(actor_network, "get_dist"):
@@ -242,6 +247,8 @@ class SACLoss(LossModule):
         inputs = data.select(*self.actor_in_keys, strict=False).copy()
         with params.to_module(self.actor_network):
             dist = self.actor_network.get_dist(inputs)
+        if hasattr(dist, "generator"):  # cadence's distributions draw from a given generator
+            dist.generator = self.generator
         action = dist.rsample() if reparameterize else dist.sample()
         log_prob = dist.log_prob(action)
         out = data.select(*self.qvalue_in_keys, strict=False).copy()

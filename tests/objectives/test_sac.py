@@ -61,11 +61,11 @@ def test_the_losses_equal_a_plain_torch_sac() -> None:
     loss = SACLoss(_actor(), _critic(), alpha_init=0.7, gamma=0.9)
     _perturb(loss.target_qvalue_network_params)
     data = transitions(10, 3, torch.rand(10, 1) * 2 - 1)
-    torch.manual_seed(11)
+    loss.generator.manual_seed(11)  # the actions are drawn from the loss's generator
     out = loss(data.clone())
 
-    torch.manual_seed(11)
-    eps_next, eps_actor = torch.randn(10, 1), torch.randn(10, 1)
+    draws = torch.Generator().manual_seed(11)
+    eps_next, eps_actor = torch.randn(10, 1, generator=draws), torch.randn(10, 1, generator=draws)
     w, b = loss.actor_network_params["module", "0", "module", "linear", "weight"], \
         loss.actor_network_params["module", "0", "module", "linear", "bias"]
     scale = loss.actor_network_params["module", "0", "module", "log_std"].exp()
@@ -99,12 +99,12 @@ def test_the_first_version_equals_a_plain_torch_sac() -> None:
     loss = SACLoss(_actor(), _critic(), value_net, alpha_init=0.5, gamma=0.8, loss_function="l2")
     _perturb(loss.target_value_network_params)
     data = transitions(10, 3, torch.rand(10, 1) * 2 - 1)
-    torch.manual_seed(3)
+    loss.generator.manual_seed(3)
     out = loss(data.clone())
     assert "loss_value" in out.keys()
 
-    torch.manual_seed(3)
-    _eps_actor, eps_value = torch.randn(10, 1), torch.randn(10, 1)
+    draws = torch.Generator().manual_seed(3)
+    _eps_actor, eps_value = torch.randn(10, 1, generator=draws), torch.randn(10, 1, generator=draws)
     w, b = loss.actor_network_params["module", "0", "module", "linear", "weight"], \
         loss.actor_network_params["module", "0", "module", "linear", "bias"]
     scale = loss.actor_network_params["module", "0", "module", "log_std"].exp()
