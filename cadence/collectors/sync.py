@@ -89,7 +89,7 @@ class DataCollectorBase:
 
     def iterator(self) -> Iterator[TensorDictBase]:
         """Yields the batches until ``total_frames`` frames are collected (forever if -1)."""
-        raise NotImplementedError(f"{type(self).__name__} must define iterator()")
+        raise TypeError(f"{type(self).__name__} must define iterator()")
 
     def next(self) -> TensorDictBase:
         """The next batch (from an iterator the collector keeps).
@@ -111,7 +111,7 @@ class DataCollectorBase:
 
     def shutdown(self) -> None:
         """Releases the collector's envs and processes."""
-        raise NotImplementedError(f"{type(self).__name__} must define shutdown()")
+        raise TypeError(f"{type(self).__name__} must define shutdown()")
 
     def __enter__(self) -> DataCollectorBase:
         return self

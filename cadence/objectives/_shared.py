@@ -22,6 +22,7 @@ from cadence.data import Bounded, Composite, TensorSpec
 __all__ = [
     "REDUCTIONS",
     "action_bounds",
+    "check_actor_critic",
     "check_reduction",
     "make_return_estimator",
     "next_key",
@@ -170,6 +171,44 @@ def probe_input(module: torch.nn.Module) -> TensorDict | None:
     if len(in_keys) != 1 or first is None or isinstance(first, torch.nn.LazyLinear):
         return None
     return TensorDict({in_keys[0]: torch.zeros(1, first.in_features)}, [1])
+
+
+def check_actor_critic(actor: torch.nn.Module, critic: torch.nn.Module, action_key: NestedKey = "action") -> None:
+    """Runs ``critic`` on ``actor``'s output for a zero observation (``probe_input``), when
+    the actor's first layer tells its size, so that an actor and a critic that disagree on
+    the action's size fail when the loss is built rather than at the first update.
+
+    Raises:
+        ValueError: the critic cannot read the actor's action.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict.nn import TensorDictModule
+        >>> actor = TensorDictModule(torch.nn.Linear(3, 2), ["observation"], ["action"])
+        >>> critic = TensorDictModule(torch.nn.Linear(1, 1), ["action"], ["state_action_value"])
+        >>> check_actor_critic(actor, critic)
+        Traceback (most recent call last):
+        ...
+        ValueError: the critic cannot read the actor's 'action' of shape (1, 2) ...
+    """
+    probe = probe_input(actor)
+    if probe is None:
+        return
+    with torch.no_grad():
+        try:
+            data = actor(probe)
+        except RuntimeError:
+            return  # the actor reads more than its first layer says: nothing to check here
+        action = data.get(action_key, None)
+        if action is None:
+            return
+        try:
+            critic(data)
+        except (RuntimeError, KeyError) as err:
+            raise ValueError(
+                f"the critic cannot read the actor's {action_key!r} of shape {tuple(action.shape)} (batch of 1): "
+                f"{err}. Do the actor's action size and the critic's expected action size match?"
+            ) from err
 
 
 def write_priority(tensordict: TensorDictBase, key: NestedKey, td_error: torch.Tensor) -> None:

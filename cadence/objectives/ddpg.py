@@ -32,11 +32,11 @@ from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModule, TensorDictSequential
 from tensordict.utils import NestedKey
 
-from cadence.objectives._shared import make_return_estimator
+from cadence.objectives._shared import check_actor_critic, make_return_estimator
 from cadence.objectives.common import LossModule
 from cadence.objectives.utils import ValueEstimators, distance_loss, hold_out_net
 
-__all__ = ["DDPGLoss", "check_actor_critic"]
+__all__ = ["DDPGLoss"]
 
 
 class _Critic(torch.nn.Module):
@@ -48,54 +48,6 @@ class _Critic(torch.nn.Module):
 
     def forward(self, observation: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         return self.linear(torch.cat([observation, action], -1))
-
-
-def _probe_input(module: TensorDictModule) -> TensorDict | None:
-    """A zero input for ``module`` when its first layer tells the observation size (a
-    non-lazy ``Linear`` reading a single entry); ``None`` when it cannot be told."""
-    in_keys = list(module.in_keys)
-    first = next((m for m in module.modules() if isinstance(m, torch.nn.Linear)), None)
-    if len(in_keys) != 1 or first is None or isinstance(first, torch.nn.LazyLinear):
-        return None
-    return TensorDict({in_keys[0]: torch.zeros(1, first.in_features)}, [1])
-
-
-def check_actor_critic(actor: TensorDictModule, critic: TensorDictModule, action_key: NestedKey = "action") -> None:
-    """Runs ``critic`` on ``actor``'s output for a zero observation, when the actor's first
-    layer tells its size, so that an actor and a critic that disagree on the action's size
-    fail when the loss is built rather than at the first update.
-
-    Raises:
-        ValueError: the critic cannot read the actor's action.
-
-    Examples:
-        >>> import torch
-        >>> from tensordict.nn import TensorDictModule
-        >>> actor = TensorDictModule(torch.nn.Linear(3, 2), ["observation"], ["action"])
-        >>> critic = TensorDictModule(_Critic(3, 1), ["observation", "action"], ["state_action_value"])
-        >>> check_actor_critic(actor, critic)
-        Traceback (most recent call last):
-        ...
-        ValueError: the critic cannot read the actor's 'action' of shape (1, 2) ...
-    """
-    probe = _probe_input(actor)
-    if probe is None:
-        return
-    with torch.no_grad():
-        try:
-            data = actor(probe)
-        except RuntimeError:
-            return  # the actor reads more than its first layer says: nothing to check here
-        action = data.get(action_key, None)
-        if action is None:
-            return
-        try:
-            critic(data)
-        except (RuntimeError, KeyError) as err:
-            raise ValueError(
-                f"the critic cannot read the actor's {action_key!r} of shape {tuple(action.shape)} (batch of 1): "
-                f"{err}. Do the actor's action size and the critic's expected action size match?"
-            ) from err
 
 
 class DDPGLoss(LossModule):

@@ -47,6 +47,7 @@ from tensordict.utils import NestedKey
 
 from cadence.data import TensorSpec
 from cadence.objectives._shared import (
+    check_actor_critic,
     make_return_estimator,
     check_reduction,
     next_key,
@@ -56,7 +57,6 @@ from cadence.objectives._shared import (
     write_priority,
 )
 from cadence.objectives.common import LossModule
-from cadence.objectives.ddpg import check_actor_critic
 from cadence.objectives.utils import ValueEstimators, distance_loss
 
 __all__ = ["SACLoss"]

@@ -36,6 +36,7 @@ from tensordict.utils import NestedKey
 
 from cadence.data import TensorSpec
 from cadence.objectives._shared import (
+    check_actor_critic,
     make_return_estimator,
     action_bounds,
     check_reduction,
@@ -45,7 +46,6 @@ from cadence.objectives._shared import (
     write_priority,
 )
 from cadence.objectives.common import LossModule
-from cadence.objectives.ddpg import check_actor_critic
 from cadence.objectives.utils import ValueEstimators, distance_loss
 
 __all__ = ["TD3Loss"]

@@ -148,8 +148,8 @@ class TargetNetUpdater:
         ...                            create_target_params=True)
         >>> class Halfway(TargetNetUpdater):
         ...     def _step(self):
-        ...         for source, target in self._leaves():
-        ...             target.lerp_(source, 0.5)
+        ...         sources, targets = self._leaf_lists()
+        ...         torch._foreach_lerp_(targets, sources, 0.5)
         >>> Halfway(loss).initialized
         False
     """
@@ -164,11 +164,6 @@ class TargetNetUpdater:
         self.loss_module = loss_module
         self._pairs = pairs
         self.initialized = False
-
-    def _leaves(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        for source, target in self._pairs():
-            for key, value in source.items(True, True):
-                yield value.data, target.get(key).data
 
     def _leaf_lists(self) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
         """The (trainable, target) leaves as two lists, read once and reused while the
@@ -191,8 +186,8 @@ class TargetNetUpdater:
     @torch.no_grad()
     def init_(self) -> None:
         """Copies the trainable parameters into the targets."""
-        for source, target in self._leaves():
-            target.copy_(source)
+        sources, targets = self._leaf_lists()
+        torch._foreach_copy_(targets, sources)
         self.initialized = True
 
     @torch.no_grad()
@@ -278,5 +273,5 @@ class HardUpdate(TargetNetUpdater):
     def _step(self) -> None:
         self.counter += 1
         if self.counter % self.value_network_update_interval == 0:
-            for source, target in self._leaves():
-                target.copy_(source)
+            sources, targets = self._leaf_lists()
+            torch._foreach_copy_(targets, sources)

@@ -390,7 +390,7 @@ class TensorDictReplayBuffer(ReplayBuffer):
 
     def add(self, data: TensorDictBase) -> int | torch.Tensor:
         index = super().add(data)
-        data.set("index", torch.as_tensor(index).expand(data.batch_size[: torch.as_tensor(index).ndim] or ()))
+        data.set("index", _spread(torch.as_tensor(index), data.batch_size))
         self._set_given_priority(data, index)
         return index
 

@@ -284,3 +284,11 @@ def test_a_process_killed_while_dumping_leaves_the_last_checkpoint_loadable(tmp_
     assert buffer[torch.arange(10)]["x"].tolist() == list(range(10))
     buffer.dumps(path)  # the next write clears the leftovers
     assert not any(p.name.endswith(".partial") for p in path.iterdir())
+
+
+def test_add_writes_the_index_over_the_items_own_batch_dims() -> None:
+    buffer = TensorDictReplayBuffer(storage=LazyTensorStorage(4), batch_size=1)
+    buffer.extend(_trajectories(1, length=5))
+    trajectory = _trajectories(1, length=5)[0]  # one element: a [5] trajectory
+    assert buffer.add(trajectory) == 1
+    assert trajectory["index"].tolist() == [1] * 5
