@@ -19,9 +19,10 @@ gamma_t**2 r_{t+2} ...``).
 
 The ``vec_*`` functions compute the same numbers as their loop twins without a Python loop
 over time: each estimate is a linear recurrence ``G_t = x_t + c_t * G_{t+1}``, solved by
-cyclic reduction (pairs of steps are merged into one step, halving the length, until one
-step is left, then the merged values are spread back), which costs a few passes over the
-data and keeps the loop's float precision (no division by cumulative products).
+cyclic reduction in place (at strides 1, 2, 4, ... each step absorbs the one ``stride``
+after it, then the values are spread back from the largest stride down), which costs a few
+passes over the data, allocates nothing beyond the result and keeps the loop's float
+precision (no division by cumulative products).
 
 Examples:
     >>> import torch
@@ -35,6 +36,7 @@ Examples:
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -146,6 +148,12 @@ def _coefficients_time_last(axis: int, shape: torch.Size, *coefficients: torch.T
     return [c.reshape(()) if c.numel() == 1 else c.expand(shape).movedim(axis, -1) for c in coefficients]
 
 
+def _may_overwrite(*inputs: torch.Tensor) -> bool:
+    """Whether work arrays computed from ``inputs`` may be rewritten in place: no gradient
+    flows through them (autograd may have saved a work array for the backward pass)."""
+    return not (torch.is_grad_enabled() and any(tensor.requires_grad for tensor in inputs))
+
+
 def _continues(done: torch.Tensor, terminated: torch.Tensor) -> torch.Tensor:
     """True where the return flows in from the next step (time last): the step is neither
     done nor terminated, and is not the data's last step."""
@@ -166,38 +174,67 @@ def _solve_loop(coefficient: torch.Tensor, source: torch.Tensor) -> torch.Tensor
     return result
 
 
-def _cyclic_reduction(coefficient: torch.Tensor, source: torch.Tensor) -> torch.Tensor:
-    """``G_t = source_t + coefficient_t * G_{t+1}`` (``G_T = 0``) along the last dim, without a
-    loop over time: the steps are paired (a head and the tail after it), each pair folded into
-    one step of a half-length recurrence over the heads, solved the same way; the tails then
-    read the next head's value. With an odd length the first step stays out and reads the
-    first head at the end. About three passes over the data in all, with the loop's float
-    precision."""
+def _cyclic_reduction_in_place(coefficient: torch.Tensor, source: torch.Tensor) -> torch.Tensor:
+    """``G_t = source_t + coefficient_t * G_{t+1}`` (``G_T = 0``) along the last dim, by cyclic
+    reduction in place: ``source`` becomes ``G`` (and is returned), ``coefficient`` is used up.
+
+    Both must be full arrays the caller owns (not views of user data, not expanded). Up-sweep:
+    at stride ``s`` (1, 2, 4, ...) each step ``t`` that is a multiple of ``2s`` absorbs the
+    step ``t + s``, so that ``G_t = source_t + coefficient_t * G_{t+2s}``. Down-sweep: from the
+    largest stride down, the steps ``t = s, 3s, ...`` read the final ``G_{t+s}``. Two
+    strided in-place operations per level and one per level back: no temporary arrays (a
+    fresh megabyte costs more than the arithmetic on it), the loop's float precision."""
     length = source.shape[-1]
-    if length == 1:
-        return source
-    first = length % 2
-    head_source, tail_source = source[..., first::2], source[..., first + 1 :: 2]
-    head_coefficient, tail_coefficient = coefficient[..., first::2], coefficient[..., first + 1 :: 2]
-    # G_head = x_head + c_head * (x_tail + c_tail * G_next_head)
-    heads = _cyclic_reduction(
-        head_coefficient * tail_coefficient, torch.addcmul(head_source, head_coefficient, tail_source)
-    )
-    result = torch.empty_like(source)
-    result[..., first::2] = heads
-    # a tail reads the head after it; the last tail is the data's last step (G_T = 0)
-    result[..., first + 1 : -1 : 2] = torch.addcmul(tail_source[..., :-1], tail_coefficient[..., :-1], heads[..., 1:])
-    result[..., -1] = tail_source[..., -1]
-    if first:
-        result[..., 0] = torch.addcmul(source[..., 0], coefficient[..., 0], heads[..., 0])
-    return result
+    stride = 1
+    while stride < length:
+        step = 2 * stride
+        tails = source[..., stride::step]
+        pairs = tails.shape[-1]
+        head_coefficient = coefficient[..., 0::step][..., :pairs]
+        source[..., 0::step][..., :pairs].addcmul_(head_coefficient, tails)
+        head_coefficient.mul_(coefficient[..., stride::step])
+        stride = step
+    while stride > 1:
+        half = stride // 2
+        following = source[..., stride::stride]
+        count = following.shape[-1]
+        source[..., half::stride][..., :count].addcmul_(coefficient[..., half::stride][..., :count], following)
+        stride = half
+    return source
+
+
+class _LinearRecurrence(torch.autograd.Function):
+    """The in-place solve for inputs that need gradients. With ``g = dL/dG``, the adjoint
+    ``lambda_t = g_t + c_{t-1} lambda_{t-1}`` is the same recurrence run forwards in time
+    (solved on time-reversed data), and ``dL/dx_t = lambda_t``, ``dL/dc_t = lambda_t G_{t+1}``."""
+
+    @staticmethod
+    def forward(ctx: Any, coefficient: torch.Tensor, source: torch.Tensor) -> torch.Tensor:
+        result = _cyclic_reduction_in_place(coefficient.clone(), source.clone())
+        ctx.save_for_backward(coefficient, result)
+        return result
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor]:
+        coefficient, result = ctx.saved_tensors
+        # reversed time: step tau reads c_{T-2-tau}; the last reversed step (t = 0) reads none
+        reversed_coefficient = torch.zeros_like(result)
+        reversed_coefficient[..., :-1] = coefficient.expand(result.shape).flip(-1)[..., 1:]
+        adjoint = _cyclic_reduction_in_place(reversed_coefficient, grad.flip(-1)).flip(-1)
+        grad_coefficient = None
+        if ctx.needs_input_grad[0]:
+            grad_coefficient = torch.zeros_like(result)
+            grad_coefficient[..., :-1] = adjoint[..., :-1] * result[..., 1:]
+            grad_coefficient = grad_coefficient.sum_to_size(coefficient.shape)
+        return grad_coefficient, adjoint
 
 
 def _solve_vectorized(coefficient: torch.Tensor, source: torch.Tensor) -> torch.Tensor:
-    """The loop's recurrence by cyclic reduction."""
-    length = source.shape[-1]
-    flat = _cyclic_reduction(coefficient.reshape(-1, length), source.reshape(-1, length))
-    return flat.view(source.shape)
+    """The loop's recurrence without a loop over time, overwriting ``coefficient`` and
+    ``source`` (fresh arrays the caller owns) unless gradients flow through them."""
+    if torch.is_grad_enabled() and (coefficient.requires_grad or source.requires_grad):
+        return _LinearRecurrence.apply(coefficient, source)
+    return _cyclic_reduction_in_place(coefficient, source)
 
 
 Solver = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
@@ -306,11 +343,15 @@ def _lambda_return(
     )
     continues = _continues(done, terminated)
     zero = reward.new_zeros(())
-    coefficient = torch.where(continues, carried_weight, zero)
     # V(s_{t+1})'s weight: gamma (1 - lmbda) inside a trajectory, gamma at a truncated or last
-    # step, 0 at a terminated one
-    source = torch.where(continues, bootstrap_weight, torch.where(terminated, zero, gamma_v))
-    source = torch.addcmul(reward, source, next_state_value)
+    # step, 0 at a terminated one. Without gradients one work array takes these weights,
+    # then the coefficients: each fresh full-size array costs about as much as the
+    # arithmetic on it.
+    in_place = _may_overwrite(reward, next_state_value, gamma_v, lmbda_v)
+    weight = torch.where(terminated, zero, gamma_v)
+    weight = torch.where(continues, bootstrap_weight, weight, out=weight if in_place else None)
+    source = torch.addcmul(reward, weight, next_state_value)
+    coefficient = torch.where(continues, carried_weight, zero, out=weight if in_place else None)
     return solver(coefficient, source).movedim(-1, axis)
 
 
@@ -558,8 +599,11 @@ def _gae(
     gamma_l, carried_weight = _coefficients_time_last(axis, shape, gamma_v, gamma_v * lmbda_v)
     continues = _continues(done_l, terminated_l)
     zero = reward.new_zeros(())
-    coefficient = torch.where(continues, carried_weight, zero)
-    delta = torch.addcmul(reward_l - state_value_l, torch.where(terminated_l, zero, gamma_l), next_state_value_l)
+    # (without gradients one work array holds the bootstrap weights, then the coefficients)
+    in_place = _may_overwrite(reward, state_value, next_state_value, gamma_v, lmbda_v)
+    weight = torch.where(terminated_l, zero, gamma_l)
+    delta = torch.sub(reward_l, state_value_l).addcmul_(weight, next_state_value_l)
+    coefficient = torch.where(continues, carried_weight, zero, out=weight if in_place else None)
     advantage = solver(coefficient, delta).movedim(-1, axis)
     return advantage, advantage + state_value
 

@@ -161,3 +161,44 @@ def test_rolling_gamma_false_discounts_each_steps_future_with_its_own_gamma(func
     rolled = getattr(F, function)(gamma, *lmbda, next_value, reward, done)
     assert not torch.allclose(got, rolled)  # the default (rolling) reading differs
 
+
+
+@pytest.mark.parametrize("steps", [1, 2, 7, 64, 300])
+def test_vectorized_gradients_match_the_loops(steps):
+    value, next_value, reward, done, terminated = random_batch(3, (2, 3), steps, 0.05, dtype=torch.float64)
+    gamma = torch.rand(reward.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
+
+    def gradients(estimate):
+        inputs = [tensor.clone().requires_grad_() for tensor in (value, next_value, reward, gamma)]
+        v, nv, r, g = inputs
+        advantage, target = estimate(g, 0.9, v, nv, r, done, terminated)
+        weights = torch.linspace(-1, 1, advantage.numel(), dtype=torch.float64).view(advantage.shape)
+        ((advantage * weights).sum() + target.square().sum()).backward()
+        return [tensor.grad for tensor in inputs]
+
+    for loop_grad, vec_grad in zip(
+        gradients(F.generalized_advantage_estimate), gradients(F.vec_generalized_advantage_estimate)
+    ):
+        torch.testing.assert_close(vec_grad, loop_grad)
+
+    def lambda_gradients(estimate):
+        inputs = [tensor.clone().requires_grad_() for tensor in (next_value, reward)]
+        estimate(0.97, 0.9, *inputs, done, terminated).pow(2).sum().backward()
+        return [tensor.grad for tensor in inputs]
+
+    for loop_grad, vec_grad in zip(
+        lambda_gradients(F.td_lambda_return_estimate), lambda_gradients(F.vec_td_lambda_return_estimate)
+    ):
+        torch.testing.assert_close(vec_grad, loop_grad)
+
+
+def test_vectorized_estimates_leave_their_inputs_alone():
+    value, next_value, reward, done, terminated = random_batch(5, (4,), 50, 0.1)
+    gamma = torch.full(reward.shape, 0.99)
+    inputs = (value, next_value, reward, done, terminated, gamma)
+    before = [tensor.clone() for tensor in inputs]
+    F.vec_generalized_advantage_estimate(gamma, 0.95, value, next_value, reward, done, terminated)
+    F.vec_td_lambda_return_estimate(gamma, 0.95, next_value, reward, done, terminated)
+    F.vec_td1_advantage_estimate(0.99, value, next_value, reward, done, terminated)
+    for original, tensor in zip(before, inputs):
+        assert torch.equal(original, tensor)
