@@ -1,10 +1,19 @@
-"""The ``cadence`` command line.
+"""The ``cadence`` command line (also ``python -m cadence``).
 
-``cadence demo`` builds a gymnasium environment and a native one, checks their specs,
-summarises a rollout of each and measures how fast Cadence steps CartPole compared with a
-bare gymnasium loop::
+``cadence train`` trains DDPG, TD3 or SAC on a gymnasium or dm_control env (Pendulum-v1
+by default) into a run folder ``runs/<name>/``; ``cadence eval`` replays a run's policy
+and records a video of it; ``cadence demo`` checks two environments and times a rollout
+against a bare gymnasium loop::
 
+    cadence train ddpg                                  # Pendulum-v1, 15k frames
+    cadence train td3 --env HalfCheetah-v5 --total-frames 200000 --name cheetah
+    cadence train sac --config my_run.toml --seed 3
+    cadence train --resume runs/ddpg-Pendulum-v1-seed0  # after a crash, or to train longer
+    cadence eval runs/ddpg-Pendulum-v1-seed0 --episodes 5
     cadence demo --steps 20000
+
+Bad input (an unknown algorithm, env, config field or run folder) ends the command with
+one line on standard error that names what is valid, and exit status 2.
 """
 
 from __future__ import annotations
@@ -15,25 +24,72 @@ import time
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-__all__ = ["build_parser", "main", "run_demo"]
+__all__ = ["CommandError", "build_parser", "main", "run_demo", "run_eval", "run_train"]
+
+
+class CommandError(ValueError):
+    """Bad input to a command: printed as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (``cadence train: error: ...``)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Builds the argument parser of the ``cadence`` command.
 
     Returns:
-        The parser, with one sub-command per action (``demo``).
+        The parser, with one sub-command per action (``train``, ``eval``, ``demo``).
 
     Examples:
         >>> args = build_parser().parse_args(["demo", "--steps", "500"])
         >>> args.command, args.steps, args.rollout_steps, args.seed
         ('demo', 500, 200, 0)
+        >>> args = build_parser().parse_args(["train", "td3", "--total-frames", "5000"])
+        >>> args.algorithm, args.total_frames, args.resume
+        ('td3', '5000', None)
     """
-    parser = argparse.ArgumentParser(
+    from cadence.trainers.config import ALGORITHMS, add_config_arguments
+
+    parser = _Parser(
         prog="cadence",
         description="Cadence: reinforcement learning on PyTorch and TensorDict.",
+        allow_abbrev=False,
     )
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
+    train = commands.add_parser(
+        "train",
+        help="train DDPG, TD3 or SAC (Pendulum-v1 unless --env says otherwise)",
+        description=(
+            "Trains an agent into runs/<name>/: logs (CSV, TensorBoard), checkpoints, and at the end the "
+            "policy, a plot of the returns and a video. Every config field below can also be set in a "
+            "TOML or YAML file given with --config; the command line wins."
+        ),
+        allow_abbrev=False,
+    )
+    train.add_argument(
+        "algorithm", nargs="?", metavar="ALGORITHM", help=f"one of {', '.join(ALGORITHMS)} (optional with --resume)"
+    )
+    train.add_argument("--config", metavar="FILE", help="a TOML (.toml) or YAML (.yaml, .yml) file of config fields")
+    train.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its latest checkpoint")
+    train.add_argument("--overwrite", action="store_true", help="replace an existing run folder of the same name")
+    add_config_arguments(train)
+    evaluate = commands.add_parser(
+        "eval",
+        help="replay a trained policy and record a video of it",
+        description="Plays a run's saved policy deterministically, prints the returns and writes a video.",
+        allow_abbrev=False,
+    )
+    evaluate.add_argument("run_dir", metavar="RUN_DIR", help="a run folder of cadence train")
+    evaluate.add_argument("--episodes", type=_positive_int, default=3, help="episodes to play (default: %(default)s)")
+    evaluate.add_argument("--seed", type=int, default=12345, help="seed of the episodes (default: %(default)s)")
+    evaluate.add_argument(
+        "--video", metavar="FILE", default=None, help="the video file (.mp4 or .gif; default: RUN_DIR/eval.mp4)"
+    )
+    evaluate.add_argument("--no-video", action="store_true", help="do not record a video")
     demo = commands.add_parser(
         "demo",
         help="check two environments, summarise their rollouts and time CartPole",
@@ -82,10 +138,131 @@ def main(argv: Sequence[str] | None = None) -> int:
         >>> status, printed.getvalue().count("check_env_specs: ok")
         (0, 2)
     """
-    args = build_parser().parse_args(argv)
+    from cadence.trainers.config import ConfigError
+
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        if args.command != "train":
+            parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+        from cadence.trainers.config import TrainConfig
+
+        options = sorted(f"--{field.replace('_', '-')}" for field in TrainConfig().to_dict() if field != "algorithm")
+        print(
+            f"cadence train: error: unknown argument {unknown[0]!r}; valid options: --config, --resume, "
+            f"--overwrite, {', '.join(options)}",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        if args.command == "train":
+            run_train(args)
+            return 0
+        if args.command == "eval":
+            run_eval(args.run_dir, episodes=args.episodes, seed=args.seed, video=None if args.no_video else (
+                args.video or ""))
+            return 0
+    except (ConfigError, CommandError) as err:
+        print(f"cadence {args.command}: error: {err}", file=sys.stderr)
+        return 2
     if args.command == "demo":
         return run_demo(steps=args.steps, rollout_steps=args.rollout_steps, seed=args.seed)
     raise AssertionError(f"unhandled command {args.command!r}")  # argparse rejects others
+
+
+def run_train(args: argparse.Namespace, out: TextIO | None = None) -> dict[str, Any]:
+    """Runs ``cadence train`` with parsed arguments: a new run, or ``--resume`` of one.
+
+    Args:
+        args: from :func:`build_parser` (``algorithm``, ``config``, ``resume``,
+            ``overwrite`` and the config fields).
+        out: where the run prints; ``None`` means standard output.
+
+    Returns:
+        The run's summary.
+
+    Raises:
+        ConfigError: for an unknown algorithm, env or field, a bad value, an existing run
+            folder without ``--overwrite``, or a ``--resume`` folder that is not a run.
+
+    Examples:
+        >>> run_train(build_parser().parse_args(["train", "ppo"]))
+        Traceback (most recent call last):
+        ...
+        cadence.trainers.config.ConfigError: unknown algorithm 'ppo'; valid algorithms: ddpg, td3, sac
+    """
+    from cadence.trainers.config import ALGORITHMS, ConfigError, build_config, overrides_from_args
+    from cadence.trainers.training import TrainingRun
+
+    overrides = overrides_from_args(args)
+    overrides.pop("algorithm", None)  # the positional argument, handled here
+    if args.algorithm is not None and args.algorithm not in ALGORITHMS:
+        raise ConfigError(f"unknown algorithm {args.algorithm!r}; valid algorithms: {', '.join(ALGORITHMS)}")
+    if args.resume:
+        if args.config or args.overwrite:
+            raise ConfigError("--resume continues a run with its own config; it takes neither --config nor --overwrite")
+        run = TrainingRun.resume(args.resume, overrides, out=out)
+        if args.algorithm is not None and args.algorithm != run.config.algorithm:
+            raise ConfigError(f"{args.resume} trains {run.config.algorithm}, not {args.algorithm}")
+    else:
+        if args.algorithm is None:
+            raise ConfigError(f"name an algorithm ({', '.join(ALGORITHMS)}) or a run to --resume")
+        config = build_config(args.algorithm, args.config, overrides)
+        from cadence.trainers.environments import check_env_name
+
+        check_env_name(config.env)
+        run = TrainingRun.create(config, overwrite=args.overwrite, out=out)
+    return run.run()
+
+
+def run_eval(
+    run_dir: str, episodes: int = 3, seed: int = 12345, video: str | None = "", out: TextIO | None = None
+) -> list[float]:
+    """Runs ``cadence eval``: plays the policy of ``run_dir`` for ``episodes`` episodes
+    (exploration off) and records one more as a video.
+
+    Args:
+        run_dir: a run folder of ``cadence train``.
+        episodes: episodes to play.
+        seed: their seed.
+        video: the video file; ``""`` for ``RUN_DIR/eval.mp4``, ``None`` for no video.
+        out: where to print; ``None`` means standard output.
+
+    Returns:
+        The episodes' returns.
+
+    Raises:
+        ConfigError: if ``run_dir`` is not a run folder, or holds no policy yet.
+
+    Examples:
+        >>> import tempfile
+        >>> run_eval(tempfile.mkdtemp())
+        Traceback (most recent call last):
+        ...
+        cadence.trainers.config.ConfigError: ... is not a run folder of cadence train (no config.toml and checkpoints/ in it)
+    """
+    from pathlib import Path
+
+    from cadence.trainers.environments import episode_step_limit, make_env
+    from cadence.trainers.evaluation import evaluate_policy, record_video
+    from cadence.trainers.training import load_policy
+
+    out = sys.stdout if out is None else out
+    config, policy, source = load_policy(run_dir)
+    limit = episode_step_limit(config)
+    result = evaluate_policy(policy, make_env(config, seed=seed), episodes, seed=seed, max_steps=limit)
+    print(f"{config.algorithm} on {config.env}, policy from {source}", file=out)
+    for k, (episode_return, length) in enumerate(zip(result.returns, result.lengths)):
+        print(f"episode {k}: return {episode_return:9.2f}  length {length}", file=out)
+    print(f"mean return {result.mean_return:.2f} over {episodes} episodes", file=out)
+    if video is not None:
+        path = Path(video) if video else Path(run_dir) / "eval.mp4"
+        try:
+            shown = record_video(policy, make_env(config, seed=seed, render=True), path, seed=seed, max_steps=limit)
+            print(f"video: {path} (return {shown.returns[0]:.2f}, {shown.lengths[0]} steps)", file=out)
+        except Exception as err:  # noqa: BLE001 - no renderer (no display, no GL): say so
+            print(f"video skipped: {type(err).__name__}: {err}", file=out)
+    return result.returns
 
 
 def run_demo(

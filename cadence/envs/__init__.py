@@ -10,6 +10,7 @@ from cadence.envs.common import EnvBase, EnvMetaData
 from cadence.envs.custom import PendulumEnv
 from cadence.envs.gym_like import GymLikeEnv, default_info_dict_reader
 from cadence.envs.libs import get_available_libraries
+from cadence.envs.libs.dm_control import DMControlEnv, DMControlWrapper  # dm_control itself is imported lazily
 from cadence.envs.libs.envpool import MultiThreadedEnv, MultiThreadedEnvWrapper  # envpool itself is imported lazily
 from cadence.envs.libs.gym import GymEnv, GymWrapper, gym_backend, set_gym_backend
 from cadence.envs.parallel import ParallelEnv
@@ -28,6 +29,8 @@ from cadence.envs.utils import (
 
 __all__ = [
     "BatchedEnvBase",
+    "DMControlEnv",
+    "DMControlWrapper",
     "EnvBase",
     "EnvCreator",
     "EnvMetaData",

@@ -28,7 +28,7 @@ from cadence.modules import MLP, AdditiveGaussianModule, NormalParamExtractor, P
 from cadence.objectives import DDPGLoss, SACLoss, SoftUpdate, TD3Loss
 from cadence.trainers.config import ConfigError, TrainConfig
 
-__all__ = ["Agent", "QNetwork", "ScaleToBounds", "build_agent"]
+__all__ = ["Agent", "AsFloat32", "QNetwork", "ScaleToBounds", "build_agent"]
 
 
 class ScaleToBounds(torch.nn.Module):
@@ -37,6 +37,7 @@ class ScaleToBounds(torch.nn.Module):
     Args:
         low: the lower bounds.
         high: the upper bounds.
+        dtype: the dtype of the output (the action spec's).
 
     Examples:
         >>> import torch
@@ -44,17 +45,32 @@ class ScaleToBounds(torch.nn.Module):
         [1.0]
     """
 
-    def __init__(self, low: torch.Tensor, high: torch.Tensor) -> None:
+    def __init__(self, low: torch.Tensor, high: torch.Tensor, dtype: torch.dtype = torch.float32) -> None:
         super().__init__()
-        self.register_buffer("center", (high + low) / 2)
-        self.register_buffer("half_width", (high - low) / 2)
+        self.register_buffer("center", ((high + low) / 2).float())
+        self.register_buffer("half_width", ((high - low) / 2).float())
+        self.dtype = dtype
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.center + self.half_width * x
+        return (self.center + self.half_width * x).to(self.dtype)
+
+
+class AsFloat32(torch.nn.Module):
+    """Casts its input to float32 (gymnasium envs may observe float64 vectors, which the
+    trainer keeps as they come so that the collector steps the simulators directly).
+
+    Examples:
+        >>> import torch
+        >>> AsFloat32()(torch.zeros(2, dtype=torch.float64)).dtype
+        torch.float32
+    """
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.float()
 
 
 class QNetwork(torch.nn.Module):
-    """``Q(s, a)``: an MLP on the observation and action concatenated.
+    """``Q(s, a)``: an MLP on the observation and action concatenated (as float32).
 
     Args:
         in_features: the observation's plus the action's size.
@@ -72,7 +88,7 @@ class QNetwork(torch.nn.Module):
                        activation_class=torch.nn.ReLU)
 
     def forward(self, observation: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
-        return self.net(torch.cat([observation, action], -1))
+        return self.net(torch.cat([observation.float(), action.float()], -1))
 
 
 @dataclasses.dataclass
@@ -107,11 +123,13 @@ class Agent:
         total.backward()
         self.optimizer.step()
         self.target_updater.step()
-        return {key: float(value) for key, value in losses.items() if key.startswith("loss_")}
+        return {key: float(value.detach()) for key, value in losses.items() if key.startswith("loss_")}
 
     def state_dict(self) -> dict[str, Any]:
-        """Networks (through the loss), optimiser, exploration state and the update count."""
+        """Networks (through the loss; the policy's alone too, for ``cadence eval``),
+        optimiser, exploration state and the update count."""
         return {
+            "policy": self.policy.state_dict(),
             "loss": self.loss.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "explore": self.explore.state_dict(),
@@ -133,7 +151,10 @@ def _continuous_action_spec(config: TrainConfig, env: EnvBase) -> Bounded:
             f"{config.algorithm} needs a continuous, bounded action space; {config.env} has "
             f"{type(spec).__name__ if spec is not None else 'no action'} actions"
         )
-    return spec
+    # one env's action (a batched env's spec repeats it per env): what the networks and losses read
+    size = spec.shape[-1]
+    low, high = spec.space.low.reshape(-1, size)[0], spec.space.high.reshape(-1, size)[0]
+    return Bounded(low=low, high=high, shape=(size,), dtype=spec.dtype)
 
 
 def build_agent(config: TrainConfig, env: EnvBase, generator: torch.Generator | None = None) -> Agent:
@@ -158,6 +179,14 @@ def build_agent(config: TrainConfig, env: EnvBase, generator: torch.Generator | 
     """
     generator = generator if generator is not None else torch.Generator().manual_seed(config.seed)
     spec = _continuous_action_spec(config, env)
+    # torch initialises layers from its global generator: seed a fork of it, so that the
+    # networks depend on the config's seed alone and the caller's global state is untouched
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(config.seed)
+        return _build_agent(config, env, spec, generator)
+
+
+def _build_agent(config: TrainConfig, env: EnvBase, spec: Bounded, generator: torch.Generator) -> Agent:
     low, high = spec.space.low.float(), spec.space.high.float()
     action_size = spec.shape[-1]
     observation_size = env.observation_spec["observation"].shape[-1]
@@ -169,18 +198,21 @@ def build_agent(config: TrainConfig, env: EnvBase, generator: torch.Generator | 
         backbone = MLP(in_features=observation_size, out_features=2 * action_size, num_cells=hidden,
                        activation_class=torch.nn.ReLU)
         actor = ProbabilisticActor(
-            TensorDictModule(torch.nn.Sequential(backbone, NormalParamExtractor()), ["observation"], ["loc", "scale"]),
+            TensorDictModule(
+                torch.nn.Sequential(AsFloat32(), backbone, NormalParamExtractor()), ["observation"], ["loc", "scale"]
+            ),
             in_keys=["loc", "scale"], distribution_class=TanhNormal, distribution_kwargs={"low": low, "high": high},
-            spec=spec, return_log_prob=False,
+            spec=spec, return_log_prob=False, generator=generator,
         )
         loss: torch.nn.Module = SACLoss(actor, critic, action_spec=spec, generator=generator)
         policy, explore = actor, actor
     else:
         net = torch.nn.Sequential(
+            AsFloat32(),
             MLP(in_features=observation_size, out_features=action_size, num_cells=hidden,
                 activation_class=torch.nn.ReLU),
             torch.nn.Tanh(),
-            ScaleToBounds(low, high),
+            ScaleToBounds(low, high, spec.dtype),
         )
         policy = TensorDictModule(net, ["observation"], ["action"])
         sigma = config.exploration_noise * float(((high - low) / 2).mean())

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import tomllib
 import typing
 from collections.abc import Mapping
@@ -139,6 +140,25 @@ class TrainConfig:
                 f"frames_per_batch ({self.frames_per_batch}) must be a multiple of num_envs ({self.num_envs})"
             )
         return self
+
+    def to_toml(self) -> str:
+        """The fields as a TOML file (what a run folder's ``config.toml`` holds), readable
+        by :func:`load_config_file`.
+
+        Examples:
+            >>> print(TrainConfig().to_toml().splitlines()[0])
+            algorithm = "ddpg"
+        """
+        lines = []
+        for name, value in self.to_dict().items():
+            if isinstance(value, bool):
+                text = "true" if value else "false"
+            elif isinstance(value, str):
+                text = json.dumps(value)  # a JSON string is a TOML basic string
+            else:
+                text = repr(value)  # ints, floats (1e-05 is valid TOML) and lists of ints
+            lines.append(f"{name} = {text}")
+        return "\n".join(lines) + "\n"
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as plain values (what ``config.toml`` of a run holds).

@@ -1,16 +1,17 @@
-"""The environments of ``cadence train``: a gymnasium id or a dm_control ``domain/task``,
-with the transforms every run uses.
+"""The environments of ``cadence train``: a gymnasium id or a dm_control ``domain/task``.
 
-Each env observes one float32 vector ``"observation"`` (dm_control's named observations
-are concatenated into it), acts through ``"action"``, and keeps the episode return in
-``"episode_reward"`` (``RewardSum``); ``max_episode_steps > 0`` truncates episodes with a
+Each env observes one vector ``"observation"`` and acts through ``"action"``. Gymnasium
+envs are used as they are (``GymEnv``, or ``SerialEnv`` of them), so that the collector
+steps their simulators directly; the networks cast what they read to float32
+themselves. dm_control's named observations are concatenated into ``"observation"`` and
+cast to float32 by transforms. ``max_episode_steps > 0`` truncates episodes with a
 ``StepCounter``.
 
 Examples:
     >>> from cadence.trainers.config import TrainConfig
     >>> env = make_env(TrainConfig(), seed=0)
     >>> sorted(env.observation_spec.keys())
-    ['episode_reward', 'observation']
+    ['observation']
     >>> make_env(TrainConfig(env="Pendullum-v1"), seed=0)
     Traceback (most recent call last):
     ...
@@ -20,21 +21,16 @@ Examples:
 from __future__ import annotations
 
 import difflib
+import os
 
-from cadence.envs import (
-    CatTensors,
-    Compose,
-    DoubleToFloat,
-    GymEnv,
-    RewardSum,
-    SerialEnv,
-    StepCounter,
-    TransformedEnv,
-)
+from cadence.envs import CatTensors, Compose, DoubleToFloat, GymEnv, SerialEnv, StepCounter, TransformedEnv
 from cadence.envs.common import EnvBase
 from cadence.trainers.config import ConfigError, TrainConfig
 
-__all__ = ["gymnasium_ids", "make_env"]
+__all__ = ["check_env_name", "episode_step_limit", "gymnasium_ids", "is_dm_control", "make_env"]
+
+# an evaluation episode of an env that sets no time limit stops after this many steps
+DEFAULT_STEP_LIMIT = 1000
 
 
 def gymnasium_ids() -> list[str]:
@@ -49,24 +45,42 @@ def gymnasium_ids() -> list[str]:
     return sorted(gymnasium.envs.registry.keys())
 
 
-def _is_dm_control(name: str) -> bool:
-    """``domain/task`` that gymnasium does not know (it namespaces some ids with ``/``)."""
+def is_dm_control(name: str) -> bool:
+    """Whether ``name`` reads as a dm_control ``domain/task`` (gymnasium namespaces some of
+    its ids with ``/`` too: those stay gymnasium's).
+
+    Examples:
+        >>> is_dm_control("cheetah/run"), is_dm_control("Pendulum-v1")
+        (True, False)
+    """
     return name.count("/") == 1 and name not in gymnasium_ids()
 
 
-def _check_env_name(name: str) -> None:
-    if _is_dm_control(name):
-        domain, task = name.split("/")
+def check_env_name(name: str) -> None:
+    """Raises a one-line ``ConfigError`` unless ``name`` is a gymnasium id or an installed
+    dm_control task.
+
+    Examples:
+        >>> check_env_name("Pendulum-v1")
+        >>> check_env_name("Pendulum")
+        Traceback (most recent call last):
+        ...
+        cadence.trainers.config.ConfigError: unknown env 'Pendulum'; did you mean Pendulum-v1, ...? valid gymnasium ids: ...
+    """
+    if is_dm_control(name):
+        from cadence.envs.libs.dm_control import DMControlEnv
+
         try:
-            from dm_control import suite
+            suite = DMControlEnv.lib.suite  # through the wrapper, which picks a headless renderer first
         except ImportError:
             raise ConfigError(
                 f"env {name!r} is a dm_control domain/task, and dm_control is not installed "
                 "(pip install 'cadence[dm_control]')"
             ) from None
-        valid = [f"{d}/{t}" for d, t in suite.BENCHMARKING]
-        if (domain, task) not in suite.BENCHMARKING and (domain, task) not in getattr(suite, "ALL_TASKS", ()):
-            raise ConfigError(f"unknown dm_control task {name!r}; valid tasks: {', '.join(valid)}")
+        domain, task = name.split("/")
+        tasks = sorted(f"{d}/{t}" for d, t in suite.ALL_TASKS)
+        if (domain, task) not in suite.ALL_TASKS:
+            raise ConfigError(f"unknown dm_control task {name!r}; valid tasks: {', '.join(tasks)}")
         return
     ids = gymnasium_ids()
     if name not in ids:
@@ -75,19 +89,36 @@ def _check_env_name(name: str) -> None:
         raise ConfigError(f"unknown env {name!r}; {hint}valid gymnasium ids: {', '.join(ids)}")
 
 
-def _base_env(name: str, seed: int) -> EnvBase:
-    if _is_dm_control(name):
+def episode_step_limit(config: TrainConfig) -> int:
+    """The longest episode of the config's env: ``max_episode_steps``, else the limit the
+    env registers (gymnasium's ``max_episode_steps``, dm_control's 1000 steps), else
+    ``DEFAULT_STEP_LIMIT``.
+
+    Examples:
+        >>> episode_step_limit(TrainConfig()), episode_step_limit(TrainConfig(max_episode_steps=50))
+        (200, 50)
+    """
+    if config.max_episode_steps > 0:
+        return config.max_episode_steps
+    if is_dm_control(config.env):
+        return 1000  # the suite's 20 s episodes at its default control step
+    import gymnasium
+
+    spec = gymnasium.spec(config.env)
+    return spec.max_episode_steps or DEFAULT_STEP_LIMIT
+
+
+def _single_env(name: str, render: bool) -> EnvBase:
+    if is_dm_control(name):
         from cadence.envs.libs.dm_control import DMControlEnv
 
         domain, task = name.split("/")
-        env: EnvBase = DMControlEnv(domain, task)
+        env: EnvBase = DMControlEnv(domain, task, from_pixels=render, pixels_only=False)
         keys = [key for key in env.observation_spec.keys() if key != "pixels"]
-        env = TransformedEnv(env, Compose(DoubleToFloat(), CatTensors(in_keys=keys, out_key="observation")))
-    else:
-        env = GymEnv(name)
-        env = TransformedEnv(env, DoubleToFloat())
-    env.set_seed(seed)
-    return env
+        return TransformedEnv(env, Compose(CatTensors(in_keys=keys, out_key="observation"), DoubleToFloat()))
+    if render:
+        return GymEnv(name, from_pixels=True, pixels_only=False)
+    return GymEnv(name)
 
 
 def make_env(config: TrainConfig, seed: int, num_envs: int = 1, render: bool = False) -> EnvBase:
@@ -95,9 +126,9 @@ def make_env(config: TrainConfig, seed: int, num_envs: int = 1, render: bool = F
 
     Args:
         config: the run's config (``env``, ``max_episode_steps``).
-        seed: the env's seed.
+        seed: the env's seed (its first reset uses it).
         num_envs: how many copies to step together (``SerialEnv``) when above 1.
-        render: build gymnasium envs with ``render_mode="rgb_array"`` (for videos).
+        render: also write rendered frames under ``"pixels"`` (for videos).
 
     Raises:
         ConfigError: for an unknown env (naming the close matches and the valid ids).
@@ -107,19 +138,15 @@ def make_env(config: TrainConfig, seed: int, num_envs: int = 1, render: bool = F
         >>> make_env(TrainConfig(max_episode_steps=50), seed=1, num_envs=2).batch_size
         torch.Size([2])
     """
-    _check_env_name(config.env)
-    if render and not _is_dm_control(config.env):
-        def build() -> EnvBase:
-            env = TransformedEnv(GymEnv(config.env, render_mode="rgb_array"), DoubleToFloat())
-            env.set_seed(seed)
-            return env
-    else:
-        def build() -> EnvBase:
-            return _base_env(config.env, seed)
-    base = build() if num_envs == 1 else SerialEnv(num_envs, build)
-    if num_envs > 1:
-        base.set_seed(seed)
-    transforms = [RewardSum()]
+    check_env_name(config.env)
+    if render and not os.environ.get("DISPLAY"):
+        # gymnasium draws its classic-control frames with pygame: no window, no sound device here
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+        os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+    env = _single_env(config.env, render) if num_envs == 1 else SerialEnv(
+        num_envs, lambda: _single_env(config.env, render)
+    )
+    env.set_seed(seed)
     if config.max_episode_steps > 0:
-        transforms.insert(0, StepCounter(config.max_episode_steps))
-    return TransformedEnv(base, Compose(*transforms))
+        env = TransformedEnv(env, StepCounter(config.max_episode_steps))
+    return env

@@ -1,7 +1,9 @@
 """``Recorder``: evaluates a policy every so many training iterations.
 
-The seed's DDPG tutorial calls ``recorder(None)`` once per collected batch; every
-``record_interval`` calls the recorder rolls its own environment out for
+The seed's DDPG tutorial calls ``recorder(None)`` once per collected batch; at the first
+call and every ``record_interval`` calls after it (calls 0, ``record_interval``,
+``2 * record_interval``, ...: the tutorial's output shows an evaluation from its first
+batch on) the recorder rolls its own environment out for
 ``record_frames`` steps with the policy in a fixed exploration mode (deterministic, in the
 tutorial: ``ExplorationType.MEAN``), without gradients, and returns what it measured;
 the other calls return ``None``.
@@ -11,8 +13,8 @@ Examples:
     >>> from cadence.envs.utils import ExplorationType
     >>> recorder = Recorder(record_frames=50, policy_exploration=None, environment=PendulumEnv(),
     ...                     exploration_type=ExplorationType.MEAN, record_interval=2)
-    >>> recorder(None) is None, sorted(recorder(None).keys())
-    (True, ['episode_return', 'r_evaluation'])
+    >>> sorted(recorder(None).keys()), recorder(None) is None, recorder(None) is None
+    (['episode_return', 'r_evaluation'], True, False)
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ __all__ = ["Recorder"]
 
 
 class Recorder:
-    """Evaluates ``policy_exploration`` on ``environment`` every ``record_interval`` calls.
+    """Evaluates ``policy_exploration`` on ``environment`` at the first call and every
+    ``record_interval`` calls after it.
 
     A recording is one rollout of ``record_frames // frame_skip`` steps that does not stop
     at episode ends (the environment resets itself), run under ``torch.no_grad()`` and
@@ -51,8 +54,7 @@ class Recorder:
             ``None`` takes random actions from the action spec.
         environment: the environment to evaluate on (not the training one).
         exploration_type: how exploration modules behave while recording.
-        record_interval: record once every this many calls (the first recording is at call
-            ``record_interval``).
+        record_interval: record once every this many calls (the first call records).
         frame_skip: frames per env step (the rollout runs ``record_frames // frame_skip``
             steps).
         log_keys: the entries averaged into the output (default ``[("next", "reward")]``).
@@ -116,7 +118,8 @@ class Recorder:
 
     @torch.no_grad()
     def __call__(self, batch: TensorDictBase | None = None) -> TensorDictBase | None:
-        """Counts a call; every ``record_interval``-th one evaluates and returns the figures.
+        """Counts a call; the first and every ``record_interval``-th after it evaluate and
+        return the figures.
 
         Args:
             batch: the training batch (unused: the tutorial passes ``None``).
@@ -124,8 +127,9 @@ class Recorder:
         Returns:
             The figures (scalars), or ``None`` on the calls that do not record.
         """
+        due = self.count % self.record_interval == 0
         self.count += 1
-        if self.count % self.record_interval:
+        if not due:
             return None
         with set_exploration_type(self.exploration_type):
             rollout = self.environment.rollout(
@@ -165,7 +169,7 @@ class Recorder:
             >>> from cadence.envs.custom import PendulumEnv
             >>> recorder = Recorder(record_frames=10, policy_exploration=None, environment=PendulumEnv(),
             ...                     record_interval=3)
-            >>> recorder.load_state_dict({"count": 2})
+            >>> recorder.load_state_dict({"count": 3})
             >>> recorder(None) is not None
             True
         """

@@ -1,0 +1,486 @@
+"""One training run of ``cadence train``: the loop, its run folder and its checkpoints.
+
+The loop is the seed tutorial's: a collector fills a replay buffer, and after each
+batch (once ``init_random_frames`` are collected) the agent takes
+``updates_per_frame`` gradient steps per collected frame on samples of the buffer;
+every ``eval_interval`` frames the deterministic policy plays ``eval_episodes``
+episodes on an env of its own.
+
+A run folder (``runs/<name>/``) holds:
+
+* ``config.toml``: the config (``cadence train --config runs/<name>/config.toml`` repeats it);
+* ``episodes.csv``, ``metrics.csv``, ``tensorboard/``: the logs (see ``reporting``);
+* ``checkpoints/``: the latest checkpoint, written every ``checkpoint_interval`` frames
+  and at the end, crash-safely (a new one is complete before it replaces the old one):
+  networks, optimiser, replay buffer (memory-mapped files), collector, simulators,
+  every random generator, the logs' lengths;
+* ``buffer/``: the replay buffer's working files;
+* at the end: ``policy.pt`` (what ``cadence eval`` plays), ``returns.png``,
+  ``video.mp4`` and ``summary.json``.
+
+A run stopped at any point (even by SIGKILL) resumes from its latest checkpoint with
+``TrainingRun.resume`` (``cadence train --resume runs/<name>``): it loses the frames
+since that checkpoint, and goes on to produce the same numbers as an unbroken run of
+the same config (the simulators are restored where they stood; see ``simulators``).
+
+Examples:
+    >>> import tempfile
+    >>> from cadence.trainers.config import TrainConfig
+    >>> config = TrainConfig(total_frames=300, init_random_frames=100, eval_interval=150, hidden_sizes=[16],
+    ...                      batch_size=16, progress=False, video=False, plot=False, tensorboard=False)
+    >>> run = TrainingRun.create(config, runs_dir=tempfile.mkdtemp(), out=open(os.devnull, "w"))
+    >>> summary = run.run()
+    >>> summary["frames"], summary["evaluations"], summary["updates"]
+    (300, 2, 250)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+import torch
+from tensordict import TensorDictBase
+from tensordict.nn import TensorDictModule
+
+from cadence.collectors import SyncDataCollector
+from cadence.data import LazyMemmapStorage, RandomSampler, TensorDictReplayBuffer
+from cadence.data.replay_buffers.checkpoint import latest_checkpoint, write_checkpoint
+from cadence.trainers.agents import Agent, build_agent
+from cadence.trainers.config import ConfigError, TrainConfig, config_from_mapping, load_config_file
+from cadence.trainers.environments import episode_step_limit, make_env
+from cadence.trainers.evaluation import evaluate_policy, record_video
+from cadence.trainers.reporting import MetricsLog, ProgressDisplay, plot_returns
+from cadence.trainers.simulators import load_simulator_state, simulator_state
+
+__all__ = ["EpisodeTracker", "TrainingRun", "is_run_folder", "load_policy"]
+
+# fields a resumed run may change: how long it runs and what it shows, not what it learns
+RESUMABLE_FIELDS = ("total_frames", "progress", "video", "plot", "tensorboard", "checkpoint_interval")
+
+
+def is_run_folder(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a run folder of ``cadence train`` (it has ``config.toml`` and a
+    ``checkpoints/`` folder).
+
+    Examples:
+        >>> import tempfile
+        >>> is_run_folder(tempfile.mkdtemp())
+        False
+    """
+    path = Path(path)
+    return (path / "config.toml").is_file() and (path / "checkpoints").is_dir()
+
+
+def load_policy(folder: str | os.PathLike[str]) -> tuple[TrainConfig, TensorDictModule, str]:
+    """The deterministic policy of a run: from ``policy.pt`` (a finished run) or else its
+    latest checkpoint (a run still going, or stopped).
+
+    Returns:
+        The run's config, the policy, and the file its weights came from.
+
+    Raises:
+        ConfigError: if ``folder`` is not a run folder or holds no weights yet.
+
+    Examples:
+        >>> import tempfile
+        >>> from cadence.trainers.config import TrainConfig
+        >>> run = TrainingRun.create(TrainConfig(name="fresh"), runs_dir=tempfile.mkdtemp())
+        >>> load_policy(run.folder)
+        Traceback (most recent call last):
+        ...
+        cadence.trainers.config.ConfigError: ...fresh holds no policy yet: neither policy.pt nor a checkpoint
+    """
+    folder = Path(folder)
+    if not is_run_folder(folder):
+        raise ConfigError(f"{folder} is not a run folder of cadence train (no config.toml and checkpoints/ in it)")
+    config = config_from_mapping(load_config_file(folder / "config.toml"), str(folder / "config.toml"))
+    if (folder / "policy.pt").is_file():
+        source = folder / "policy.pt"
+        weights = torch.load(source, weights_only=False)["policy"]
+    else:
+        try:
+            source = latest_checkpoint(folder / "checkpoints") / "state.pt"
+        except FileNotFoundError:
+            raise ConfigError(f"{folder} holds no policy yet: neither policy.pt nor a checkpoint") from None
+        agent_state = torch.load(source, weights_only=False)["agent"]
+        weights = agent_state["policy"]
+    env = make_env(config, seed=config.seed)
+    policy = build_agent(config, env).policy
+    env.close()
+    policy.load_state_dict(weights)
+    return config, policy, str(source)
+
+
+class EpisodeTracker:
+    """Sums rewards and counts steps per env across batches, and reports the episodes
+    that finish.
+
+    Args:
+        num_envs: how many envs the batches hold.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> tracker = EpisodeTracker(1)
+        >>> batch = TensorDict({"next": {"reward": torch.ones(4, 1), "done": torch.tensor([[0], [1], [0], [0]]).bool()}}, [4])
+        >>> tracker.update(batch, frames_before=0)
+        [(2, 2.0, 2)]
+        >>> tracker.state_dict()["returns"].tolist()
+        [2.0]
+    """
+
+    def __init__(self, num_envs: int) -> None:
+        self.returns = torch.zeros(num_envs, dtype=torch.float64)
+        self.lengths = torch.zeros(num_envs, dtype=torch.int64)
+
+    def update(self, batch: TensorDictBase, frames_before: int) -> list[tuple[int, float, int]]:
+        """Adds a batch ``[*envs, T]``; returns ``(frames at its end, return, length)`` of
+        each episode that ended in it (frames count every env's steps)."""
+        reward = batch.get(("next", "reward")).reshape(-1, batch.batch_size[-1]).double()
+        done = batch.get(("next", "done")).reshape(-1, batch.batch_size[-1])
+        num_envs, steps = done.shape
+        finished = []
+        for t in range(steps):
+            self.returns += reward[:, t]
+            self.lengths += 1
+            for env in torch.nonzero(done[:, t]).flatten().tolist():
+                frames = frames_before + (t + 1) * num_envs
+                finished.append((frames, float(self.returns[env]), int(self.lengths[env])))
+                self.returns[env] = 0.0
+                self.lengths[env] = 0
+        return finished
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """The running sums (a checkpoint holds them)."""
+        return {"returns": self.returns.clone(), "lengths": self.lengths.clone()}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        """Restores :meth:`state_dict`."""
+        self.returns = state["returns"].clone()
+        self.lengths = state["lengths"].clone()
+
+
+class TrainingRun:
+    """A run of ``cadence train``: built by :meth:`create` (a new run folder) or
+    :meth:`resume` (an interrupted or finished one), run by :meth:`run`.
+
+    Args:
+        config: the validated config.
+        folder: the run folder.
+        out: where the run prints (the summary, and a line per evaluation without a
+            progress bar).
+
+    Examples:
+        >>> import tempfile
+        >>> from cadence.trainers.config import TrainConfig
+        >>> run = TrainingRun.create(TrainConfig(name="demo"), runs_dir=tempfile.mkdtemp())
+        >>> run.folder.name, sorted(p.name for p in run.folder.iterdir())
+        ('demo', ['checkpoints', 'config.toml'])
+    """
+
+    def __init__(self, config: TrainConfig, folder: Path, out: TextIO | None = None) -> None:
+        self.config = config
+        self.folder = folder
+        self.out = out if out is not None else sys.stdout
+        self.frames = 0
+        self.updates = 0
+        self.evaluations = 0
+        self.elapsed_s = 0.0  # training time before this process (on resume)
+        self._update_credit = 0.0  # updates owed to frames collected (updates_per_frame need not be whole)
+        self._losses: dict[str, list[float]] = {}
+        self._recent_returns: list[float] = []
+        self._last_eval: float | None = None
+        self._best_eval: float | None = None
+        self._log_sizes: dict[str, int] | None = None
+        self._built = False
+
+    # ------------------------------------------------------------------ folders
+    @classmethod
+    def create(
+        cls,
+        config: TrainConfig,
+        runs_dir: str | os.PathLike[str] | None = None,
+        overwrite: bool = False,
+        out: TextIO | None = None,
+    ) -> TrainingRun:
+        """A new run in ``runs_dir / config.run_name()`` (``runs_dir`` defaults to
+        ``config.runs_dir``).
+
+        Raises:
+            ConfigError: if the folder exists and ``overwrite`` is False.
+        """
+        config.validate()
+        folder = Path(runs_dir if runs_dir is not None else config.runs_dir) / config.run_name()
+        if folder.exists():
+            if not overwrite:
+                hint = f"cadence train --resume {folder}" if is_run_folder(folder) else "another --name"
+                raise ConfigError(f"{folder} already exists; pass --overwrite to replace it, or use {hint}")
+            shutil.rmtree(folder)
+        (folder / "checkpoints").mkdir(parents=True)
+        (folder / "config.toml").write_text(config.to_toml())
+        return cls(config, folder, out)
+
+    @classmethod
+    def resume(
+        cls, folder: str | os.PathLike[str], overrides: dict[str, Any] | None = None, out: TextIO | None = None
+    ) -> TrainingRun:
+        """The run in ``folder``, to continue from its latest checkpoint (or from the start
+        if it was stopped before its first one). ``overrides`` may change the fields of
+        ``RESUMABLE_FIELDS`` (``total_frames`` to train longer, say).
+
+        Raises:
+            ConfigError: if ``folder`` is not a run folder, or ``overrides`` changes what
+                the run learns.
+        """
+        folder = Path(folder)
+        if not is_run_folder(folder):
+            raise ConfigError(f"{folder} is not a run folder of cadence train (no config.toml and checkpoints/ in it)")
+        config = config_from_mapping(load_config_file(folder / "config.toml"), str(folder / "config.toml"))
+        changed = config_from_mapping(overrides or {}, "command line", config)
+        fixed = [
+            name for name in config.to_dict()
+            if name not in RESUMABLE_FIELDS and getattr(changed, name) != getattr(config, name)
+        ]
+        if fixed:
+            raise ConfigError(
+                f"--resume cannot change {', '.join(fixed)} of {folder}; a resumed run may change only "
+                f"{', '.join(RESUMABLE_FIELDS)}"
+            )
+        changed.validate()
+        if changed != config:
+            (folder / "config.toml").write_text(changed.to_toml())
+        return cls(changed, folder, out)
+
+    # ------------------------------------------------------------------ pieces
+    def _build(self) -> None:
+        config = self.config
+        self.env = make_env(config, seed=config.seed, num_envs=config.num_envs)
+        self.eval_env = make_env(config, seed=config.seed)
+        self.generator = torch.Generator().manual_seed(config.seed)
+        self.agent: Agent = build_agent(config, self.env, self.generator)
+        self.buffer = TensorDictReplayBuffer(
+            storage=LazyMemmapStorage(config.buffer_size, scratch_dir=self.folder / "buffer"),
+            sampler=RandomSampler(generator=torch.Generator().manual_seed(config.seed + 1)),
+            batch_size=config.batch_size,
+        )
+        self.collector = SyncDataCollector(
+            self.env,
+            self.agent.explore,
+            frames_per_batch=config.frames_per_batch,
+            total_frames=config.total_frames,
+            init_random_frames=config.init_random_frames,
+        )
+        self.episodes = EpisodeTracker(config.num_envs)
+        self._built = True
+
+    # ------------------------------------------------------------------ checkpoints
+    def _state(self) -> dict[str, Any]:
+        return {
+            "frames": self.frames,
+            "updates": self.updates,
+            "evaluations": self.evaluations,
+            "elapsed_s": self.elapsed_s + (time.perf_counter() - self._started),
+            "update_credit": self._update_credit,
+            "losses": self._losses,
+            "recent_returns": self._recent_returns,
+            "last_eval": self._last_eval,
+            "best_eval": self._best_eval,
+            "agent": self.agent.state_dict(),
+            "generator": self.generator.get_state(),
+            "collector": self.collector.state_dict(),
+            "env_rng": self.env.rng.get_state(),
+            "simulators": simulator_state(self.env),
+            "episodes": self.episodes.state_dict(),
+            "log_sizes": self.log.sizes(),
+            "torch_rng": torch.get_rng_state(),
+            "numpy_rng": np.random.get_state(),
+        }
+
+    def _checkpoint(self) -> None:
+        state = self._state()
+
+        def write(directory: Path) -> None:
+            self.buffer.dumps(directory / "buffer")
+            torch.save(state, directory / "state.pt")
+
+        write_checkpoint(self.folder / "checkpoints", write)
+
+    def _restore(self) -> bool:
+        """Loads the latest checkpoint, if there is one; True if there was."""
+        try:
+            directory = latest_checkpoint(self.folder / "checkpoints")
+        except FileNotFoundError:
+            return False
+        state = torch.load(directory / "state.pt", weights_only=False)
+        self.buffer.loads(directory / "buffer")
+        self.agent.load_state_dict(state["agent"])
+        self.generator.set_state(state["generator"])
+        self.collector.load_state_dict(state["collector"])
+        self.env.rng.set_state(state["env_rng"])
+        if state["simulators"] is not None:
+            load_simulator_state(self.env, state["simulators"])
+        else:  # a simulator whose state cannot be saved: its episode starts over
+            self.env.set_seed(self.config.seed + state["frames"])
+            self.collector.reset()
+        self.episodes.load_state_dict(state["episodes"])
+        torch.set_rng_state(state["torch_rng"])
+        np.random.set_state(state["numpy_rng"])
+        for name in ("frames", "updates", "evaluations", "elapsed_s", "losses", "recent_returns"):
+            setattr(self, name, state[name])
+        self._update_credit = state["update_credit"]
+        self._last_eval, self._best_eval = state["last_eval"], state["best_eval"]
+        self._log_sizes = state["log_sizes"]
+        return True
+
+    # ------------------------------------------------------------------ the loop
+    def _train_on(self, batch: TensorDictBase) -> None:
+        self.buffer.extend(batch.reshape(-1))
+        if self.frames < self.config.init_random_frames:
+            return
+        self._update_credit += batch.numel() * self.config.updates_per_frame
+        steps = int(self._update_credit)
+        self._update_credit -= steps
+        for _ in range(steps):
+            for name, value in self.agent.update(self.buffer.sample()).items():
+                self._losses.setdefault(name, []).append(value)
+        self.updates += steps
+
+    def _evaluate(self) -> tuple[float, float]:
+        config = self.config
+        result = evaluate_policy(
+            self.agent.policy, self.eval_env, config.eval_episodes, seed=config.seed + 1 + self.evaluations,
+            max_steps=episode_step_limit(config),
+        )
+        self.evaluations += 1
+        return result.mean_return, float(np.std(result.returns))
+
+    def _log_row(self, eval_return: float, eval_std: float, wall_s: float, fps: float) -> None:
+        recent = self._recent_returns
+        row: dict[str, Any] = {
+            "frames": self.frames,
+            "updates": self.updates,
+            "wall_s": round(wall_s, 3),
+            "fps": round(fps, 1),
+            "train_return": float(np.mean(recent)) if recent else None,
+            "train_episodes": len(recent),
+            "eval_return": eval_return,
+            "eval_return_std": eval_std,
+        }
+        for name, values in self._losses.items():
+            column = "loss_value" if name == "loss_qvalue" else name  # SAC's critic loss
+            if column in ("loss_actor", "loss_value", "loss_alpha"):
+                row[column] = float(np.mean(values))
+        alpha = getattr(self.agent.loss, "alpha", None)
+        if alpha is not None:
+            row["alpha"] = float(alpha)
+        self.log.row(row)
+        self._losses, self._recent_returns = {}, []
+
+    def run(self) -> dict[str, Any]:
+        """Trains (from the latest checkpoint, if any) until ``total_frames``, then saves
+        the policy, plots, records the video and prints the summary.
+
+        Returns:
+            The summary (also written to ``summary.json``).
+        """
+        config = self.config
+        self._started = time.perf_counter()
+        if not self._built:
+            self._build()
+        resumed = self._restore()
+        self.log = MetricsLog(self.folder, tensorboard=config.tensorboard, purge_after=self.frames if resumed else None)
+        if self._log_sizes is not None:
+            self.log.truncate(self._log_sizes)
+        if resumed:
+            print(f"resuming {self.folder} at frame {self.frames} of {config.total_frames}", file=self.out, flush=True)
+        display = ProgressDisplay(config.total_frames, self.frames, enabled=config.progress, out=self.out)
+        session_start, session_frames = time.perf_counter(), self.frames
+        try:
+            for batch in self.collector if self.frames < config.total_frames else ():
+                before = self.frames
+                self.frames += batch.numel()
+                for frames, episode_return, length in self.episodes.update(batch, before):
+                    self.log.episode(frames, episode_return, length)
+                    self._recent_returns.append(episode_return)
+                self._train_on(batch)
+                now = time.perf_counter()
+                fps = (self.frames - session_frames) / max(now - session_start, 1e-9)
+                evaluate = self.frames // config.eval_interval > before // config.eval_interval
+                if evaluate or self.frames >= config.total_frames:
+                    self._last_eval, eval_std = self._evaluate()
+                    self._best_eval = max(self._last_eval, self._best_eval or -float("inf"))
+                    self._log_row(self._last_eval, eval_std, self.elapsed_s + now - self._started, fps)
+                    display.evaluated(self.frames, self._last_eval)
+                display.update(self.frames, fps, self._recent_returns[-1] if self._recent_returns else None, None)
+                checkpoint = self.frames // config.checkpoint_interval > before // config.checkpoint_interval
+                if checkpoint or self.frames >= config.total_frames:
+                    self._checkpoint()
+        finally:
+            display.close()
+            self.collector.shutdown()
+            self.log.close()
+        wall_s = self.elapsed_s + time.perf_counter() - self._started
+        return self._finish(wall_s)
+
+    # ------------------------------------------------------------------ the end
+    def _finish(self, wall_s: float) -> dict[str, Any]:
+        config = self.config
+        torch.save({"config": config.to_dict(), "policy": self.agent.policy.state_dict()}, self.folder / "policy.pt")
+        outputs = {"policy": str(self.folder / "policy.pt")}
+        notes = []
+        if config.plot:
+            try:
+                plot_returns(self.folder, self.folder / "returns.png", f"{config.algorithm} on {config.env}")
+                outputs["plot"] = str(self.folder / "returns.png")
+            except ImportError as err:
+                notes.append(f"plot skipped: {err}")
+        if config.video:
+            try:
+                video_env = make_env(config, seed=config.seed, render=True)
+                record_video(self.agent.policy, video_env, self.folder / "video.mp4", seed=config.seed + 1,
+                             max_steps=episode_step_limit(config))
+                video_env.close()
+                outputs["video"] = str(self.folder / "video.mp4")
+            except Exception as err:  # noqa: BLE001 - no renderer here (no display, no GL): say so, keep the run
+                notes.append(f"video skipped: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
+        summary = {
+            "run": str(self.folder),
+            "algorithm": config.algorithm,
+            "env": config.env,
+            "seed": config.seed,
+            "frames": self.frames,
+            "updates": self.updates,
+            "evaluations": self.evaluations,
+            "wall_s": round(wall_s, 2),
+            "frames_per_s": round(self.frames / max(wall_s, 1e-9), 1),
+            "final_eval_return": self._last_eval,
+            "best_eval_return": self._best_eval,
+            "outputs": outputs,
+            "notes": notes,
+        }
+        (self.folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        self._print_summary(summary)
+        return summary
+
+    def _print_summary(self, summary: dict[str, Any]) -> None:
+        def number(value: float | None) -> str:
+            return "-" if value is None else f"{value:.1f}"
+
+        lines = [
+            f"{summary['algorithm']} on {summary['env']} (seed {summary['seed']}): {summary['frames']} frames, "
+            f"{summary['updates']} updates in {summary['wall_s']:.1f} s ({summary['frames_per_s']:.0f} frames/s)",
+            f"evaluation return: final {number(summary['final_eval_return'])}, "
+            f"best {number(summary['best_eval_return'])}",
+        ]
+        lines += [f"{name:>7}: {path}" for name, path in summary["outputs"].items()]
+        lines += summary["notes"]
+        lines.append(f"   logs: {self.folder / 'metrics.csv'}, {self.folder / 'episodes.csv'}"
+                     + (f", {self.folder / 'tensorboard'}" if self.config.tensorboard else ""))
+        print("\n".join(lines), file=self.out, flush=True)
