@@ -1,7 +1,7 @@
 # Cadence: set-up, demo and tests. Every target makes its own virtual environment (.venv)
 # from python3.11 the first time, and reinstalls when pyproject.toml changes.
 #
-#   make demo        run `cadence demo`
+#   make demo        train DDPG on Pendulum-v1 with `cadence train ddpg` (a couple of minutes on 2 cores)
 #   make test        the test suite, without the tests marked slow
 #   make test-slow   only the tests marked slow (none collected counts as success)
 
@@ -20,11 +20,12 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet "$(TORCH)"
-	$(VENV)/bin/python -m pip install --quiet -e ".[test]"
+	$(VENV)/bin/python -m pip install --quiet -e ".[test,train]"
 	touch $@
 
+# --overwrite: `make demo` again replaces the previous demo run
 demo: $(STAMP)
-	$(VENV)/bin/cadence demo
+	$(VENV)/bin/cadence train ddpg --name demo --overwrite
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest -q -m "not slow" $(PYTEST_ARGS)

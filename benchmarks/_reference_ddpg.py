@@ -15,9 +15,11 @@ of ``cadence train`` (``cadence.trainers.config.TrainConfig``).
 Output: one JSON object per line on stdout. At each evaluation (every ``--eval-interval``
 collected frames)::
 
-    {"frames": F, "wall_s": S, "eval_return": R, "train_return": T or null}
+    {"frames": F, "wall_s": S, "eval_return": R, "train_return": T or null, "eval_s": E}
 
-``wall_s`` counts from the start of the collection loop (evaluations included);
+``wall_s`` counts from the start of the collection loop (the earlier evaluations included)
+up to the start of this evaluation, as ``cadence train`` stamps its ``metrics.csv`` rows;
+``eval_s`` is the time this evaluation took;
 ``eval_return`` is the mean return of ``--eval-episodes`` deterministic episodes on a separate
 env; ``train_return`` the mean return of the training episodes finished since the previous
 evaluation. At the end::
@@ -219,14 +221,16 @@ def main(argv: list[str] | None = None) -> None:
                 target_updater.step()
 
         if frames >= next_eval:
+            eval_start = time.perf_counter()
             eval_return = evaluate(eval_env, actor, args.eval_episodes, args.eval_max_steps)
             train_return = sum(finished_returns) / len(finished_returns) if finished_returns else None
             finished_returns = []
             emit({
                 "frames": frames,
-                "wall_s": round(time.perf_counter() - loop_start, 4),
+                "wall_s": round(eval_start - loop_start, 4),
                 "eval_return": eval_return,
                 "train_return": train_return,
+                "eval_s": round(time.perf_counter() - eval_start, 4),
             })
             while next_eval <= frames:
                 next_eval += args.eval_interval

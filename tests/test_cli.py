@@ -72,3 +72,72 @@ def test_failed_spec_check_sets_exit_status(monkeypatch: pytest.MonkeyPatch, cap
     out = capsys.readouterr().out
     assert out.count("check_env_specs: FAILED: ValueError: spec mismatch for key 'observation'") == 2
     assert "ratio cadence/bare" in out  # the speed measurement still runs
+
+
+TINY = [
+    "--total-frames", "300", "--init-random-frames", "100", "--eval-interval", "150", "--hidden-sizes", "16",
+    "--batch-size", "16", "--eval-episodes", "1", "--no-progress", "--no-tensorboard", "--no-plot",
+]
+
+
+def test_train_then_eval(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("imageio_ffmpeg", reason="videos need the train extra")
+    assert main(["train", "td3", "--runs-dir", str(tmp_path), "--name", "tiny", *TINY]) == 0
+    out = capsys.readouterr().out
+    folder = tmp_path / "tiny"
+    assert "td3 on Pendulum-v1 (seed 0): 300 frames" in out and f"video: {folder / 'video.mp4'}" in out
+    assert (folder / "video.mp4").stat().st_size > 0
+    assert main(["eval", str(folder), "--episodes", "2", "--video", str(tmp_path / "eval.gif")]) == 0
+    out = capsys.readouterr().out
+    assert f"td3 on Pendulum-v1, policy from {folder / 'policy.pt'}" in out
+    assert len(re.findall(r"^episode \d: return +-?\d+\.\d+  length 200$", out, re.MULTILINE)) == 2
+    assert (tmp_path / "eval.gif").read_bytes()[:3] == b"GIF"
+    # a finished run resumed with a larger budget goes on from its last frame
+    assert main(["train", "--resume", str(folder), "--total-frames", "450", "--no-video"]) == 0
+    assert f"resuming {folder} at frame 300 of 450" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["train", "ppo"], "cadence train: error: unknown algorithm 'ppo'; valid algorithms: ddpg, td3, sac"),
+        (["train"], "cadence train: error: name an algorithm (ddpg, td3, sac) or a run to --resume"),
+        (["train", "ddpg", "--env", "Pendulum-v0"], "cadence train: error: unknown env 'Pendulum-v0'; did you mean "
+                                                     "Pendulum-v1"),
+        (["train", "ddpg", "--total-frame", "5"], "cadence train: error: unknown argument '--total-frame'; valid "
+                                                   "options: --config, --resume, --overwrite, --actor-lr"),
+        (["train", "ddpg", "--gamma", "2"], "cadence train: error: gamma must be in (0, 1], got 2.0"),
+        (["train", "ddpg", "--config", "missing.toml"], "cadence train: error: config file 'missing.toml' does not "
+                                                        "exist"),
+        (["eval", "."], "cadence eval: error: . is not a run folder of cadence train"),
+    ],
+)
+def test_bad_input_is_one_line_and_status_2(argv, message, capsys: pytest.CaptureFixture[str], tmp_path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith(message)
+    assert captured.err.count("\n") == 1 and captured.out == ""
+    assert not (tmp_path / "runs").exists()
+
+
+def test_resume_errors_and_overwrite(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    options = ["--runs-dir", str(tmp_path), "--name", "run", *TINY, "--no-video"]
+    assert main(["train", "ddpg", *options]) == 0
+    capsys.readouterr()
+    assert main(["train", "ddpg", *options]) == 2
+    assert "already exists; pass --overwrite to replace it, or use cadence train --resume" in capsys.readouterr().err
+    assert main(["train", "sac", "--resume", str(tmp_path / "run")]) == 2
+    assert f"{tmp_path / 'run'} trains ddpg, not sac" in capsys.readouterr().err
+    assert main(["train", "--resume", str(tmp_path / "run"), "--seed", "4"]) == 2
+    assert "--resume cannot change seed" in capsys.readouterr().err
+    assert main(["train", "--resume", str(tmp_path), "--overwrite"]) == 2
+    assert "it takes neither --config nor --overwrite" in capsys.readouterr().err
+    assert main(["train", "ddpg", *options, "--overwrite"]) == 0
+
+
+def test_python_dash_m_cadence() -> None:
+    result = subprocess.run([sys.executable, "-m", "cadence", "train", "--help"], capture_output=True, text=True,
+                            check=True)
+    assert "--total-frames" in result.stdout and "--resume RUN_DIR" in result.stdout

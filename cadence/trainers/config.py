@@ -89,7 +89,7 @@ class TrainConfig:
     target_policy_noise: float = _field(0.2, "TD3: target policy smoothing noise")
     target_noise_clip: float = _field(0.5, "TD3: clip of the smoothing noise")
     eval_interval: int = _field(1_000, "frames between deterministic evaluations")
-    eval_episodes: int = _field(1, "episodes per evaluation")
+    eval_episodes: int = _field(5, "episodes per evaluation (their mean return is the evaluation return)")
     checkpoint_interval: int = _field(5_000, "frames between checkpoints (also written at the end)")
     tensorboard: bool = _field(True, "also log to TensorBoard (CSV is always written)")
     video: bool = _field(True, "record a video of the final policy")
@@ -181,6 +181,7 @@ def _field_type(field: dataclasses.Field) -> Any:
 
 def _convert(name: str, kind: Any, value: Any, origin: str) -> Any:
     """``value`` (from a file or the command line) as the field's type."""
+    original = value
     try:
         if kind is bool:
             if isinstance(value, bool):
@@ -203,8 +204,8 @@ def _convert(name: str, kind: Any, value: Any, origin: str) -> Any:
             return float(value)
         return str(value)
     except (TypeError, ValueError):
-        type_name = getattr(kind, "__name__", str(kind))
-        raise ConfigError(f"{origin}: {name} expects {type_name}, got {value!r}") from None
+        type_name = "a list of ints (such as 256,256)" if typing.get_origin(kind) is list else kind.__name__
+        raise ConfigError(f"{origin}: {name} expects {type_name}, got {original!r}") from None
 
 
 def config_from_mapping(values: Mapping[str, Any], origin: str, base: TrainConfig | None = None) -> TrainConfig:

@@ -53,12 +53,12 @@ def is_dm_control(name: str) -> bool:
         >>> is_dm_control("cheetah/run"), is_dm_control("Pendulum-v1")
         (True, False)
     """
-    return name.count("/") == 1 and name not in gymnasium_ids()
+    return ":" not in name and name.count("/") == 1 and name not in gymnasium_ids()
 
 
 def check_env_name(name: str) -> None:
-    """Raises a one-line ``ConfigError`` unless ``name`` is a gymnasium id or an installed
-    dm_control task.
+    """Raises a one-line ``ConfigError`` unless ``name`` is a gymnasium id (``"module:Id"``
+    imports ``module`` first, as ``gymnasium.make`` does) or an installed dm_control task.
 
     Examples:
         >>> check_env_name("Pendulum-v1")
@@ -82,6 +82,14 @@ def check_env_name(name: str) -> None:
         if (domain, task) not in suite.ALL_TASKS:
             raise ConfigError(f"unknown dm_control task {name!r}; valid tasks: {', '.join(tasks)}")
         return
+    if ":" in name:  # gymnasium's "module:EnvId": importing the module registers the env
+        import importlib
+
+        module, _, name = name.partition(":")
+        try:
+            importlib.import_module(module)
+        except ImportError as err:
+            raise ConfigError(f"env module {module!r} cannot be imported: {err}") from None
     ids = gymnasium_ids()
     if name not in ids:
         close = difflib.get_close_matches(name, ids, n=3)
@@ -104,7 +112,7 @@ def episode_step_limit(config: TrainConfig) -> int:
         return 1000  # the suite's 20 s episodes at its default control step
     import gymnasium
 
-    spec = gymnasium.spec(config.env)
+    spec = gymnasium.spec(config.env.partition(":")[2] or config.env)
     return spec.max_episode_steps or DEFAULT_STEP_LIMIT
 
 

@@ -26,7 +26,7 @@ def small_config(**fields) -> TrainConfig:
     """A run that takes a second or two: tiny networks and batches."""
     values = dict(
         total_frames=400, init_random_frames=100, frames_per_batch=50, eval_interval=100, checkpoint_interval=200,
-        hidden_sizes=[16, 16], batch_size=16, **QUIET,
+        hidden_sizes=[16, 16], batch_size=16, eval_episodes=1, **QUIET,
     )
     values.update(fields)
     return TrainConfig(**values)
@@ -126,7 +126,7 @@ def _kill_when_checkpointed(process: subprocess.Popen, folder: Path, timeout: fl
 def test_a_run_killed_by_sigkill_resumes_to_the_same_numbers(tmp_path: Path) -> None:
     options = [
         "--total-frames", "1500", "--init-random-frames", "100", "--eval-interval", "250",
-        "--checkpoint-interval", "250", "--hidden-sizes", "16,16", "--batch-size", "16",
+        "--checkpoint-interval", "250", "--hidden-sizes", "16,16", "--batch-size", "16", "--eval-episodes", "1",
         "--no-progress", "--no-video", "--no-plot", "--no-tensorboard", "--runs-dir", str(tmp_path),
     ]
     subprocess.run([sys.executable, "-m", "cadence", "train", "ddpg", "--name", "unbroken", *options],

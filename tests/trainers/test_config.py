@@ -1,0 +1,101 @@
+"""Tests for cadence/trainers/config.py: defaults, files, the command line, errors."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from cadence.trainers.config import (
+    ConfigError,
+    TrainConfig,
+    add_config_arguments,
+    build_config,
+    config_from_mapping,
+    load_config_file,
+    overrides_from_args,
+)
+
+
+def parse(*argv: str) -> dict:
+    parser = argparse.ArgumentParser()
+    add_config_arguments(parser)
+    return overrides_from_args(parser.parse_args(list(argv)))
+
+
+def test_every_field_is_an_option_and_converts() -> None:
+    fields = [field.name for field in dataclasses.fields(TrainConfig) if field.name != "algorithm"]
+    parser = argparse.ArgumentParser()
+    add_config_arguments(parser)
+    options = {action.dest for action in parser._actions if action.option_strings and action.dest != "help"}
+    assert options == set(fields)
+    config = config_from_mapping(
+        parse("--total-frames", "2000", "--hidden-sizes", "64,32", "--actor-lr", "3e-4", "--no-video",
+              "--env", "HalfCheetah-v5", "--updates-per-frame", "0.5"),
+        "command line",
+    )
+    assert (config.total_frames, config.hidden_sizes, config.actor_lr) == (2000, [64, 32], 3e-4)
+    assert (config.video, config.env, config.updates_per_frame) == (False, "HalfCheetah-v5", 0.5)
+
+
+@pytest.mark.parametrize("suffix", [".toml", ".yaml"])
+def test_file_then_command_line(tmp_path: Path, suffix: str) -> None:
+    path = tmp_path / f"run{suffix}"
+    if suffix == ".toml":
+        path.write_text('algorithm = "sac"\nseed = 4\ntotal_frames = 3000\nhidden_sizes = [64, 64]\nvideo = false\n')
+    else:
+        path.write_text("algorithm: sac\nseed: 4\ntotal-frames: 3000\nhidden_sizes: [64, 64]\nvideo: false\n")
+    config = build_config("td3", str(path), parse("--seed", "7"))
+    # the positional algorithm and the command line win over the file; the file over the defaults
+    assert (config.algorithm, config.seed, config.total_frames, config.hidden_sizes, config.video) == (
+        "td3", 7, 3000, [64, 64], False
+    )
+    assert config.gamma == TrainConfig().gamma
+
+
+def test_a_run_config_round_trips_through_toml(tmp_path: Path) -> None:
+    config = TrainConfig(algorithm="sac", env="cheetah/run", name='with "quotes"', alpha_lr=1e-5, video=False)
+    path = tmp_path / "config.toml"
+    path.write_text(config.to_toml())
+    assert config_from_mapping(load_config_file(path), str(path)) == config
+
+
+def test_bad_fields_and_values_are_one_line_errors(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"^x.toml: unknown config field 'total_frame'; valid fields: actor_lr, "
+                                          r"algorithm, alpha_lr, batch_size, "):
+        config_from_mapping({"total_frame": 10}, "x.toml")
+    with pytest.raises(ConfigError, match=r"command line: total_frames expects int, got 'many'"):
+        config_from_mapping({"total_frames": "many"}, "command line")
+    with pytest.raises(ConfigError, match=r"hidden_sizes expects a list of ints \(such as 256,256\), got 'a,b'"):
+        config_from_mapping({"hidden_sizes": "a,b"}, "command line")
+    with pytest.raises(ConfigError, match=r"video expects bool, got 'maybe'"):
+        config_from_mapping({"video": "maybe"}, "command line")
+    with pytest.raises(ConfigError, match=r"^unknown algorithm 'ppo'; valid algorithms: ddpg, td3, sac$"):
+        build_config("ppo", None, {})
+    with pytest.raises(ConfigError, match=r"gamma must be in \(0, 1\], got 1.5"):
+        build_config("ddpg", None, {"gamma": "1.5"})
+    with pytest.raises(ConfigError, match=r"frames_per_batch \(50\) must be a multiple of num_envs \(3\)"):
+        build_config("ddpg", None, {"num_envs": "3"})
+    for message in (str(err) for err in _errors_of(tmp_path)):
+        assert "\n" not in message
+
+
+def _errors_of(tmp_path: Path) -> list[ConfigError]:
+    errors = []
+    broken = tmp_path / "broken.toml"
+    broken.write_text("total_frames = = 3\n")
+    listed = tmp_path / "list.yaml"
+    listed.write_text("- 1\n- 2\n")
+    for path in (tmp_path / "missing.toml", broken, listed, tmp_path / "run.json"):
+        if path.suffix == ".json":
+            path.write_text("{}")
+        with pytest.raises(ConfigError) as info:
+            load_config_file(path)
+        errors.append(info.value)
+    assert "does not exist" in str(errors[0])
+    assert "cannot parse" in str(errors[1])
+    assert "expected a table of config fields, got list" in str(errors[2])
+    assert "unknown config file kind '.json'; valid kinds: .toml, .yaml, .yml" in str(errors[3])
+    return errors

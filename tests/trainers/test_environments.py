@@ -1,0 +1,79 @@
+"""Tests for cadence/trainers/environments.py: which env a config names, and its errors."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import gymnasium
+import pytest
+import torch
+
+from cadence.collectors import SyncDataCollector
+from cadence.trainers.config import ConfigError, TrainConfig
+from cadence.trainers.environments import check_env_name, episode_step_limit, is_dm_control, make_env
+
+
+def test_gymnasium_envs_stay_on_the_collector_fast_path() -> None:
+    env = make_env(TrainConfig(), seed=0)
+    assert SyncDataCollector(env, frames_per_batch=10).uses_fast_path
+    batched = make_env(TrainConfig(max_episode_steps=30), seed=0, num_envs=2)
+    assert batched.batch_size == torch.Size([2])
+    assert SyncDataCollector(batched, frames_per_batch=10).uses_fast_path
+    data = batched.rollout(40, break_when_any_done=False)
+    assert data["next", "truncated"][:, 29].all() and not data["next", "done"][:, :29].any()
+
+
+def test_seeded_envs_repeat() -> None:
+    a = make_env(TrainConfig(), seed=3).rollout(5)
+    b = make_env(TrainConfig(), seed=3).rollout(5)
+    c = make_env(TrainConfig(), seed=4).rollout(5)
+    assert torch.equal(a["observation"], b["observation"]) and not torch.equal(a["observation"], c["observation"])
+
+
+def test_step_limits() -> None:
+    assert episode_step_limit(TrainConfig()) == 200
+    assert episode_step_limit(TrainConfig(env="HalfCheetah-v5")) == 1000
+    assert episode_step_limit(TrainConfig(max_episode_steps=77)) == 77
+
+
+def test_rendering_env_writes_pixels() -> None:
+    data = make_env(TrainConfig(), seed=0, render=True).rollout(2)
+    assert data["pixels"].dtype == torch.uint8 and data["pixels"].shape[-1] == 3
+
+
+def test_unknown_envs_name_the_valid_ones() -> None:
+    with pytest.raises(ConfigError, match=r"^unknown env 'Pendulum-v9'; did you mean Pendulum-v1.*valid gymnasium ids: "
+                                          r"Acrobot-v1, .*Pendulum-v1"):
+        check_env_name("Pendulum-v9")
+    with pytest.raises(ConfigError, match="env module 'no_such_module' cannot be imported"):
+        check_env_name("no_such_module:Thing-v0")
+
+
+def test_module_prefixed_ids_register_user_envs(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = types.ModuleType("user_envs_for_test")
+
+    def register() -> None:
+        gymnasium.register("UserPendulum-v0", entry_point="gymnasium.envs.classic_control:PendulumEnv",
+                           max_episode_steps=50)
+
+    monkeypatch.setitem(sys.modules, "user_envs_for_test", module)
+    register()
+    try:
+        check_env_name("user_envs_for_test:UserPendulum-v0")
+        config = TrainConfig(env="user_envs_for_test:UserPendulum-v0")
+        assert episode_step_limit(config) == 50
+        assert make_env(config, seed=0).rollout(60)["next", "truncated"][-1].all()
+    finally:
+        gymnasium.registry.pop("UserPendulum-v0", None)
+
+
+def test_dm_control_tasks() -> None:
+    pytest.importorskip("dm_control", reason="dm_control tasks need the dm_control extra")
+    assert is_dm_control("cheetah/run") and not is_dm_control("phys2d/CartPole-v1")
+    env = make_env(TrainConfig(env="cheetah/run"), seed=0)
+    data = env.rollout(3)
+    assert data["observation"].shape == (3, 17) and data["observation"].dtype == torch.float32
+    assert episode_step_limit(TrainConfig(env="cheetah/run")) == 1000
+    with pytest.raises(ConfigError, match=r"^unknown dm_control task 'cheetah/walk'; valid tasks: acrobot/swingup"):
+        check_env_name("cheetah/walk")
