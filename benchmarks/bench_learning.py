@@ -242,7 +242,7 @@ def seconds(value: float) -> str:
 
 
 def kilo(frames: int) -> str:
-    return f"{frames / 1000:g}k"
+    return f"{frames / 1000:.1f}".removesuffix(".0") + "k"
 
 
 def print_table(runs: list[Run], budget: int) -> None:

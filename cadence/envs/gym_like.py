@@ -195,6 +195,19 @@ class GymLikeEnv(EnvBase):
     def _set_seed(self, seed: int | None) -> None:
         self._pending_seed = seed
 
+    def __getattr__(self, name: str) -> Any:
+        """Public attributes this wrapper lacks are the backend env's (``env.physics``, ...)."""
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            env = self.__dict__.get("_env")
+            if env is None or name.startswith("_"):
+                raise
+            return self._backend_attribute(env, name)
+
+    def _backend_attribute(self, env: Any, name: str) -> Any:
+        return getattr(env, name)
+
     def _observation_entries(self, obs: Any) -> dict[str, Any]:
         """The output entries of an observation (``read_obs``; subclasses add to them)."""
         return self.read_obs(obs)

@@ -91,6 +91,10 @@ class TrainConfig:
     eval_interval: int = _field(1_000, "frames between deterministic evaluations")
     eval_episodes: int = _field(5, "episodes per evaluation (their mean return is the evaluation return)")
     checkpoint_interval: int = _field(5_000, "frames between checkpoints (also written at the end)")
+    threads: int = _field(
+        1, "torch threads while training (0: torch's default); small networks gain little from more, "
+        "and lose much when other processes share the cores"
+    )
     tensorboard: bool = _field(True, "also log to TensorBoard (CSV is always written)")
     video: bool = _field(True, "record a video of the final policy")
     plot: bool = _field(True, "plot training and evaluation return against frames (PNG)")
@@ -122,7 +126,7 @@ class TrainConfig:
         minimums = {
             "total_frames": 1, "frames_per_batch": 1, "init_random_frames": 0, "num_envs": 1,
             "max_episode_steps": 0, "buffer_size": 1, "batch_size": 1, "policy_delay": 1,
-            "eval_interval": 1, "eval_episodes": 1, "checkpoint_interval": 1,
+            "eval_interval": 1, "eval_episodes": 1, "checkpoint_interval": 1, "threads": 0,
         }
         for name, minimum in minimums.items():
             if getattr(self, name) < minimum:

@@ -55,7 +55,7 @@ class EvaluationResult:
 
 
 def _episode_seed(seed: int, episode: int) -> int:
-    return seed * 1_000 + episode
+    return int(np.random.SeedSequence([seed, episode]).generate_state(1)[0])
 
 
 @torch.no_grad()

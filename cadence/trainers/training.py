@@ -62,7 +62,7 @@ from cadence.trainers.simulators import load_simulator_state, simulator_state
 __all__ = ["EpisodeTracker", "TrainingRun", "is_run_folder", "load_policy"]
 
 # fields a resumed run may change: how long it runs and what it shows, not what it learns
-RESUMABLE_FIELDS = ("total_frames", "progress", "video", "plot", "tensorboard", "checkpoint_interval")
+RESUMABLE_FIELDS = ("total_frames", "progress", "video", "plot", "tensorboard", "checkpoint_interval", "threads")
 
 
 def is_run_folder(path: str | os.PathLike[str]) -> bool:
@@ -354,9 +354,10 @@ class TrainingRun:
 
     def _evaluate(self) -> tuple[float, float]:
         config = self.config
+        # each (training seed, evaluation) pair gets its own episodes: no two runs' curves share starts
+        seed = int(np.random.SeedSequence([config.seed, self.evaluations]).generate_state(1)[0])
         result = evaluate_policy(
-            self.agent.policy, self.eval_env, config.eval_episodes, seed=config.seed + 1 + self.evaluations,
-            max_steps=episode_step_limit(config),
+            self.agent.policy, self.eval_env, config.eval_episodes, seed=seed, max_steps=episode_step_limit(config)
         )
         self.evaluations += 1
         return result.mean_return, float(np.std(result.returns))
@@ -390,6 +391,15 @@ class TrainingRun:
         Returns:
             The summary (also written to ``summary.json``).
         """
+        threads = torch.get_num_threads()
+        if self.config.threads > 0:
+            torch.set_num_threads(self.config.threads)
+        try:
+            return self._run()
+        finally:
+            torch.set_num_threads(threads)
+
+    def _run(self) -> dict[str, Any]:
         config = self.config
         self._started = time.perf_counter()
         if not self._built:

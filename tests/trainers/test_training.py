@@ -211,3 +211,16 @@ def test_several_envs_per_batch(tmp_path: Path) -> None:
     assert summary["frames"] == 400
     _, episodes = logged(tmp_path / "two")
     assert [row["frames"] for row in episodes] == [400, 400]  # both envs end their episode at step 200
+
+
+def test_a_dm_control_run_resumes_exactly(tmp_path: Path) -> None:
+    pytest.importorskip("dm_control", reason="dm_control tasks need the dm_control extra")
+    fields = dict(env="cartpole/swingup", max_episode_steps=100)
+    TrainingRun.create(small_config(name="unbroken", total_frames=400, **fields), runs_dir=tmp_path,
+                       out=io.StringIO()).run()
+    TrainingRun.create(small_config(name="resumed", total_frames=200, **fields), runs_dir=tmp_path,
+                       out=io.StringIO()).run()
+    TrainingRun.resume(tmp_path / "resumed", {"total_frames": 400}, out=io.StringIO()).run()
+    metrics, episodes = logged(tmp_path / "resumed")
+    assert [row["frames"] for row in episodes] == [100, 200, 300, 400]
+    assert (metrics, episodes) == logged(tmp_path / "unbroken")

@@ -314,15 +314,6 @@ class DMControlWrapper(GymLikeEnv):
         self._env._step_count = int(state["step_count"])
         self._env._reset_next_step = bool(state["reset_next_step"])
 
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return super().__getattr__(name)
-        except AttributeError:
-            env = self.__dict__.get("_env")
-            if env is None or name.startswith("_"):
-                raise
-            return getattr(env, name)
-
     def __repr__(self) -> str:
         return f"{type(self).__name__}(env={type(self._env).__name__}, batch_size={self.batch_size}, device={self.device})"
 

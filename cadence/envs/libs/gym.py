@@ -302,16 +302,10 @@ class GymWrapper(GymLikeEnv):
             reward = np.asarray(reward) + np.asarray(more)
         return obs, reward, terminated, truncated, info
 
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return super().__getattr__(name)
-        except AttributeError:
-            env = self.__dict__.get("_env")
-            if env is None or name.startswith("_"):
-                raise
-            if hasattr(env, "get_wrapper_attr") and not self.is_vector:
-                return env.get_wrapper_attr(name)
-            return getattr(env, name)
+    def _backend_attribute(self, env: Any, name: str) -> Any:
+        if hasattr(env, "get_wrapper_attr") and not self.is_vector:
+            return env.get_wrapper_attr(name)
+        return getattr(env, name)
 
     def __repr__(self) -> str:
         name = getattr(getattr(self._env, "spec", None), "id", type(self._env).__name__)
