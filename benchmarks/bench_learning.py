@@ -22,7 +22,7 @@ return is at or above it.
 
 On a shared 2-core machine, torch's default of 2 threads per process slows the updates
 down many times over whenever another process takes a core (the threads wait on each
-other); ``--threads 1`` keeps the comparison steady there.
+other): both libraries run with ``TrainConfig.threads`` (1) unless ``--threads`` says otherwise.
 
 Printed: a table per library and seed (evaluation return at a third, two thirds and all of
 the budget, i.e. 5k/10k/15k frames by default; the best and final returns; frames and
@@ -73,15 +73,10 @@ TIME_LIMIT_S = 60.0
 # Runs in Cadence's python: one training run; prints its summary (JSON) as the last line.
 CADENCE_SCRIPT = """
 import json, os, sys
-fields, threads = json.loads(sys.argv[1]), sys.argv[2]
-import torch
-if threads:
-    torch.set_num_threads(int(threads))
 from cadence.trainers.config import TrainConfig
 from cadence.trainers.training import TrainingRun
 with open(os.devnull, "w") as out:
-    summary = TrainingRun.create(TrainConfig(**fields), overwrite=True, out=out).run()
-summary["threads"] = torch.get_num_threads()
+    summary = TrainingRun.create(TrainConfig(**json.loads(sys.argv[1])), overwrite=True, out=out).run()
 print(json.dumps(summary))
 """
 
@@ -136,14 +131,14 @@ def base_config(total_frames: int) -> Any:
     return config.validate()
 
 
-def run_cadence(config: Any, threads: int | None, runs_dir: Path) -> Run:
+def run_cadence(config: Any, runs_dir: Path) -> Run:
     """One ``cadence train ddpg`` run in a subprocess; its curve from ``metrics.csv``."""
     from cadence.trainers.reporting import read_csv
 
     fields = dataclasses.replace(config, name=f"ddpg-pendulum-seed{config.seed}", runs_dir=str(runs_dir)).to_dict()
     start = time.perf_counter()
     result = subprocess.run(
-        [sys.executable, "-c", CADENCE_SCRIPT, json.dumps(fields), str(threads or "")],
+        [sys.executable, "-c", CADENCE_SCRIPT, json.dumps(fields)],
         capture_output=True, text=True, cwd=REPO_ROOT,
     )
     process_s = time.perf_counter() - start
@@ -161,7 +156,7 @@ def run_cadence(config: Any, threads: int | None, runs_dir: Path) -> Run:
         train_return=[row.get("train_return") for row in rows],
         total_s=float(summary["wall_s"]),
         process_s=process_s,
-        extra={"updates": summary["updates"], "threads": summary["threads"], "run_folder": summary["run"]},
+        extra={"updates": summary["updates"], "threads": config.threads, "run_folder": summary["run"]},
     )
 
 
@@ -190,11 +185,11 @@ def reference_arguments(config: Any) -> list[str]:
     ]
 
 
-def run_torchrl(python: str, config: Any, threads: int | None) -> Run:
+def run_torchrl(python: str, config: Any) -> Run:
     """One ``_reference_ddpg.py`` run with torchrl's python; its curve from its JSON lines."""
     command = [python, str(REFERENCE_DDPG), *reference_arguments(config)]
-    if threads:
-        command += ["--threads", str(threads)]
+    if config.threads:
+        command += ["--threads", str(config.threads)]
     start = time.perf_counter()
     # cwd "/": keep this repository (and its ``cadence``) off the reference's path
     result = subprocess.run(command, capture_output=True, text=True, cwd="/")
@@ -320,7 +315,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seeds", default="0,1,2", help="comma-separated seeds (default: %(default)s)")
     parser.add_argument("--total-frames", type=int, default=15_000, help="frames per run (default: %(default)s)")
     parser.add_argument("--threads", type=int, default=None,
-                        help="torch.set_num_threads in every run (default: torch's default)")
+                        help="torch threads in every run (default: TrainConfig's, 1; 0: torch's default)")
     parser.add_argument("--skip-reference", action="store_true", help="do not run torchrl")
     parser.add_argument("--reference-python", default=None, help="python of a venv holding torchrl 0.14.1")
     parser.add_argument("--runs-dir", default=None,
@@ -332,8 +327,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.seeds = [int(seed) for seed in args.seeds.split(",") if seed.strip()]
     except ValueError:
         parser.error(f"--seeds takes comma-separated integers, got {args.seeds!r}")
-    if not args.seeds or args.total_frames < 1 or (args.threads is not None and args.threads < 1):
-        parser.error("need at least one seed, --total-frames >= 1 and --threads >= 1")
+    if not args.seeds or args.total_frames < 1 or (args.threads is not None and args.threads < 0):
+        parser.error("need at least one seed, --total-frames >= 1 and --threads >= 0")
     return args
 
 
@@ -345,6 +340,8 @@ def main(argv: list[str] | None = None) -> int:
     import cadence
 
     config = base_config(args.total_frames)
+    if args.threads is not None:
+        config = dataclasses.replace(config, threads=args.threads)
     budget = config.total_frames
     if args.skip_reference:
         reference, why = None, "--skip-reference"
@@ -355,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"reference: {why}" if reference else f"reference: skipped ({why})")
     print(f"DDPG on {config.env}, seeds {args.seeds}, {budget:,} frames, evaluation every {config.eval_interval} "
           f"frames ({config.eval_episodes} episode{'s' if config.eval_episodes != 1 else ''}), torch threads: "
-          f"{args.threads or f'default ({torch.get_num_threads()})'}")
+          f"{config.threads or f'default ({torch.get_num_threads()})'}")
     print(f"hyperparameters (TrainConfig's defaults): frames_per_batch={config.frames_per_batch}, "
           f"init_random_frames={config.init_random_frames}, batch_size={config.batch_size}, "
           f"updates_per_frame={config.updates_per_frame}, hidden={config.hidden_sizes}, "
@@ -368,9 +365,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for seed in args.seeds:
             seeded = dataclasses.replace(config, seed=seed)
-            contenders = [("cadence", lambda: run_cadence(seeded, args.threads, runs_dir))]
+            contenders = [("cadence", lambda: run_cadence(seeded, runs_dir))]
             if reference:
-                contenders.append(("torchrl", lambda: run_torchrl(reference, seeded, args.threads)))
+                contenders.append(("torchrl", lambda: run_torchrl(reference, seeded)))
             for name, launch in contenders:
                 print(f"{name:<8} seed {seed}: training ...", end=" ", flush=True)
                 run = launch()
@@ -434,7 +431,7 @@ def main(argv: list[str] | None = None) -> int:
                             "gymnasium": gymnasium.__version__, "cadence": cadence.__version__,
                             "cores": os.cpu_count(), "platform": platform.platform(), "reference": why},
             "config": config.to_dict(),
-            "threads": args.threads,
+            "threads": config.threads,
             "runs": [
                 {**dataclasses.asdict(run),
                  "first_close": run.first_reach(CLOSE), "first_solved": run.first_reach(SOLVED),

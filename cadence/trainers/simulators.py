@@ -118,8 +118,10 @@ def _load_gym_state(gym_env: Any, state: dict[str, Any]) -> None:
     if state["kind"] == "mujoco":
         import mujoco
 
-        mujoco.mj_setState(unwrapped.model, unwrapped.data, state["physics"], mujoco.mjtState.mjSTATE_INTEGRATION)
-        mujoco.mj_forward(unwrapped.model, unwrapped.data)
+        kind = mujoco.mjtState.mjSTATE_INTEGRATION
+        mujoco.mj_setState(unwrapped.model, unwrapped.data, state["physics"], kind)
+        mujoco.mj_forward(unwrapped.model, unwrapped.data)  # bodies' positions, sensors: derived from the state
+        mujoco.mj_setState(unwrapped.model, unwrapped.data, state["physics"], kind)  # the warm start as it was
         unwrapped.np_random.bit_generator.state = state["np_random"]
     else:
         vars(unwrapped).update(vars(pickle.loads(state["env"])))

@@ -180,7 +180,6 @@ class DMControlWrapper(GymLikeEnv):
         self.render_kwargs = dict(render_kwargs or {})
         self._build_specs()
 
-
     # ------------------------------------------------------------------ specs
     def _build_specs(self) -> None:
         device = self.device
