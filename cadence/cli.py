@@ -24,11 +24,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-__all__ = ["CommandError", "build_parser", "main", "run_demo", "run_eval", "run_train"]
-
-
-class CommandError(ValueError):
-    """Bad input to a command: printed as one line, exit status 2."""
+__all__ = ["build_parser", "main", "run_demo", "run_eval", "run_train"]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -129,7 +125,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv: the arguments after the program name; ``None`` reads ``sys.argv[1:]``.
 
     Returns:
-        The exit status: 0 on success, 1 if an environment failed its spec check.
+        The exit status: 0 on success, 1 if an environment failed its spec check (``demo``),
+        2 for bad input (an unknown algorithm, env, config field or run folder).
 
     Examples:
         >>> import contextlib, io
@@ -162,7 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             run_eval(args.run_dir, episodes=args.episodes, seed=args.seed, video=None if args.no_video else (
                 args.video or ""))
             return 0
-    except (ConfigError, CommandError) as err:
+    except ConfigError as err:
         print(f"cadence {args.command}: error: {err}", file=sys.stderr)
         return 2
     if args.command == "demo":

@@ -93,7 +93,20 @@ class QNetwork(torch.nn.Module):
 
 @dataclasses.dataclass
 class Agent:
-    """What a training run drives (see the module's docstring)."""
+    """What a training run drives (see the module's docstring): ``policy`` (deterministic),
+    ``explore`` (what collects), the ``loss`` and its ``optimizer`` (one parameter group per
+    network), the soft ``target_updater``, and TD3's ``policy_delay``.
+
+    Examples:
+        >>> from cadence.envs import GymEnv
+        >>> from cadence.trainers.config import TrainConfig
+        >>> env = GymEnv("Pendulum-v1")
+        >>> agent = build_agent(TrainConfig(hidden_sizes=[8]), env)
+        >>> sorted(agent.update(env.rollout(16)))
+        ['loss_actor', 'loss_value']
+        >>> agent.updates
+        1
+    """
 
     policy: TensorDictModule
     explore: TensorDictModule
