@@ -142,9 +142,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         if args.command != "train":
             parser.error(f"unrecognized arguments: {' '.join(unknown)}")
-        from cadence.trainers.config import TrainConfig
+        from cadence.trainers.config import config_options
 
-        options = sorted(f"--{field.replace('_', '-')}" for field in TrainConfig().to_dict() if field != "algorithm")
+        options = sorted(config_options().values())
         print(
             f"cadence train: error: unknown argument {unknown[0]!r}; valid options: --config, --resume, "
             f"--overwrite, {', '.join(options)}",
@@ -205,9 +205,6 @@ def run_train(args: argparse.Namespace, out: TextIO | None = None) -> dict[str, 
         if args.algorithm is None:
             raise ConfigError(f"name an algorithm ({', '.join(ALGORITHMS)}) or a run to --resume")
         config = build_config(args.algorithm, args.config, overrides)
-        from cadence.trainers.environments import check_env_name
-
-        check_env_name(config.env)
         run = TrainingRun.create(config, overwrite=args.overwrite, out=out)
     return run.run()
 

@@ -34,6 +34,7 @@ __all__ = [
     "add_config_arguments",
     "build_config",
     "config_from_mapping",
+    "config_options",
     "load_config_file",
     "overrides_from_args",
 ]
@@ -278,6 +279,17 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     return values
 
 
+def config_options() -> dict[str, str]:
+    """The command-line option of each config field (``algorithm`` is a positional of
+    ``cadence train``, not an option).
+
+    Examples:
+        >>> config_options()["total_frames"]
+        '--total-frames'
+    """
+    return {name: "--" + name.replace("_", "-") for name in _fields() if name != "algorithm"}
+
+
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     """Adds one ``--option`` per config field (except ``algorithm``, a positional of
     ``cadence train``). Options left out parse as ``None`` (not set).
@@ -291,10 +303,9 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
         {'total_frames': '100', 'video': False}
     """
     group = parser.add_argument_group("config fields (also settable in the --config file)")
-    for name, field in _fields().items():
-        if name == "algorithm":
-            continue
-        option = "--" + name.replace("_", "-")
+    fields = _fields()
+    for name, option in config_options().items():
+        field = fields[name]
         kind = _field_type(field)
         default = field.default if field.default is not dataclasses.MISSING else field.default_factory()  # type: ignore[misc]
         help_text = f"{field.metadata['help']} (default: {default})"

@@ -54,7 +54,7 @@ from cadence.data import LazyMemmapStorage, RandomSampler, TensorDictReplayBuffe
 from cadence.data.replay_buffers.checkpoint import latest_checkpoint, write_checkpoint
 from cadence.trainers.agents import Agent, build_agent
 from cadence.trainers.config import ConfigError, TrainConfig, config_from_mapping, load_config_file
-from cadence.trainers.environments import episode_step_limit, make_env
+from cadence.trainers.environments import check_env_name, episode_step_limit, make_env
 from cadence.trainers.evaluation import evaluate_policy, record_video
 from cadence.trainers.reporting import MetricsLog, ProgressDisplay, plot_returns
 from cadence.trainers.simulators import load_simulator_state, simulator_state
@@ -78,6 +78,13 @@ def is_run_folder(path: str | os.PathLike[str]) -> bool:
     return (path / "config.toml").is_file() and (path / "checkpoints").is_dir()
 
 
+def _run_config(folder: Path) -> TrainConfig:
+    """The config a run folder holds; ``ConfigError`` if ``folder`` is not a run folder."""
+    if not is_run_folder(folder):
+        raise ConfigError(f"{folder} is not a run folder of cadence train (no config.toml and checkpoints/ in it)")
+    return config_from_mapping(load_config_file(folder / "config.toml"), str(folder / "config.toml"))
+
+
 def load_policy(folder: str | os.PathLike[str]) -> tuple[TrainConfig, TensorDictModule, str]:
     """The deterministic policy of a run: from ``policy.pt`` (a finished run) or else its
     latest checkpoint (a run still going, or stopped).
@@ -98,9 +105,7 @@ def load_policy(folder: str | os.PathLike[str]) -> tuple[TrainConfig, TensorDict
         cadence.trainers.config.ConfigError: ...fresh holds no policy yet: neither policy.pt nor a checkpoint
     """
     folder = Path(folder)
-    if not is_run_folder(folder):
-        raise ConfigError(f"{folder} is not a run folder of cadence train (no config.toml and checkpoints/ in it)")
-    config = config_from_mapping(load_config_file(folder / "config.toml"), str(folder / "config.toml"))
+    config = _run_config(folder)
     if (folder / "policy.pt").is_file():
         source = folder / "policy.pt"
         weights = torch.load(source, weights_only=False)["policy"]
@@ -214,9 +219,10 @@ class TrainingRun:
         ``config.runs_dir``).
 
         Raises:
-            ConfigError: if the folder exists and ``overwrite`` is False.
+            ConfigError: for an unknown env, or if the folder exists and ``overwrite`` is False.
         """
         config.validate()
+        check_env_name(config.env)  # before anything is written
         folder = Path(runs_dir if runs_dir is not None else config.runs_dir) / config.run_name()
         if folder.exists():
             if not overwrite:
@@ -240,9 +246,7 @@ class TrainingRun:
                 the run learns.
         """
         folder = Path(folder)
-        if not is_run_folder(folder):
-            raise ConfigError(f"{folder} is not a run folder of cadence train (no config.toml and checkpoints/ in it)")
-        config = config_from_mapping(load_config_file(folder / "config.toml"), str(folder / "config.toml"))
+        config = _run_config(folder)
         changed = config_from_mapping(overrides or {}, "command line", config)
         fixed = [
             name for name in config.to_dict()
