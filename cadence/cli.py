@@ -12,8 +12,9 @@ against a bare gymnasium loop::
     cadence eval runs/ddpg-Pendulum-v1-seed0 --episodes 5
     cadence demo --steps 20000
 
-Bad input (an unknown algorithm, env, config field or run folder) ends the command with
-one line on standard error that names what is valid, and exit status 2.
+Bad input (an unknown algorithm, env, config field, a bad value or run name, a folder that
+is not a run, a damaged checkpoint or policy file) ends the command with one line on
+standard error that names what is valid or what is wrong, and exit status 2.
 """
 
 from __future__ import annotations
@@ -126,7 +127,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Returns:
         The exit status: 0 on success, 1 if an environment failed its spec check (``demo``),
-        2 for bad input (an unknown algorithm, env, config field or run folder).
+        2 for bad input (an unknown algorithm, env, config field or run folder, a bad value,
+        a damaged checkpoint).
 
     Examples:
         >>> import contextlib, io
@@ -135,6 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         >>> status, printed.getvalue().count("check_env_specs: ok")
         (0, 2)
     """
+    from cadence.data.replay_buffers.checkpoint import CheckpointError
     from cadence.trainers.config import ConfigError
 
     parser = build_parser()
@@ -159,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             run_eval(args.run_dir, episodes=args.episodes, seed=args.seed, video=None if args.no_video else (
                 args.video or ""))
             return 0
-    except ConfigError as err:
+    except (ConfigError, CheckpointError) as err:
         print(f"cadence {args.command}: error: {err}", file=sys.stderr)
         return 2
     if args.command == "demo":
@@ -227,13 +230,14 @@ def run_eval(
 
     Raises:
         ConfigError: if ``run_dir`` is not a run folder, or holds no policy yet.
+        CheckpointError: if its policy file is damaged or not of this run.
 
     Examples:
         >>> import tempfile
         >>> run_eval(tempfile.mkdtemp())
         Traceback (most recent call last):
         ...
-        cadence.trainers.config.ConfigError: ... is not a run folder of cadence train (no config.toml and checkpoints/ in it)
+        cadence.trainers.config.ConfigError: ... is not a run folder of cadence train (no cadence-run.json in it)
     """
     from pathlib import Path
 

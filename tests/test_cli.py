@@ -110,6 +110,15 @@ def test_train_then_eval(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
         (["train", "ddpg", "--config", "missing.toml"], "cadence train: error: config file 'missing.toml' does not "
                                                         "exist"),
         (["eval", "."], "cadence eval: error: . is not a run folder of cadence train"),
+        (["train", "ddpg", "--actor-lr", "inf"], "cadence train: error: actor_lr must be a finite number, got inf"),
+        (["train", "td3", "--exploration-noise", "nan"], "cadence train: error: exploration_noise must be a finite "
+                                                         "number, got nan"),
+        (["train", "sac", "--updates-per-frame", "inf"], "cadence train: error: updates_per_frame must be a finite "
+                                                         "number, got inf"),
+        (["train", "td3", "--target-noise-clip", "-1"], "cadence train: error: target_noise_clip must be >= 0"),
+        (["train", "ddpg", "--seed", "-1"], "cadence train: error: seed must be in [0, 4294967295], got -1"),
+        (["train", "ddpg", "--seed", str(2**70)], "cadence train: error: seed must be in [0, 4294967295]"),
+        (["train", "ddpg", "--name", "../../x"], "cadence train: error: name must be one folder name"),
     ],
 )
 def test_bad_input_is_one_line_and_status_2(argv, message, capsys: pytest.CaptureFixture[str], tmp_path,

@@ -28,16 +28,15 @@ from cadence.modules import MLP, AdditiveGaussianModule, NormalParamExtractor, P
 from cadence.objectives import DDPGLoss, SACLoss, SoftUpdate, TD3Loss
 from cadence.trainers.config import ConfigError, TrainConfig
 
-__all__ = ["Agent", "AsFloat32", "QNetwork", "ScaleToBounds", "build_agent"]
+__all__ = ["ActionCast", "Agent", "AsFloat32", "QNetwork", "ScaleToBounds", "build_agent"]
 
 
 class ScaleToBounds(torch.nn.Module):
-    """Maps ``[-1, 1]`` (a tanh's output) affinely onto ``[low, high]``.
+    """Maps ``[-1, 1]`` (a tanh's output) affinely onto ``[low, high]``, in float32.
 
     Args:
         low: the lower bounds.
         high: the upper bounds.
-        dtype: the dtype of the output (the action spec's).
 
     Examples:
         >>> import torch
@@ -45,14 +44,43 @@ class ScaleToBounds(torch.nn.Module):
         [1.0]
     """
 
-    def __init__(self, low: torch.Tensor, high: torch.Tensor, dtype: torch.dtype = torch.float32) -> None:
+    def __init__(self, low: torch.Tensor, high: torch.Tensor) -> None:
         super().__init__()
         self.register_buffer("center", ((high + low) / 2).float())
         self.register_buffer("half_width", ((high - low) / 2).float())
-        self.dtype = dtype
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return (self.center + self.half_width * x).to(self.dtype)
+        return self.center + self.half_width * x
+
+
+class ActionCast(torch.nn.Module):
+    """Casts an action to the env's action dtype (the networks compute in float32;
+    dm_control, for one, takes float64 actions).
+
+    Args:
+        dtype: the action spec's dtype.
+
+    Examples:
+        >>> import torch
+        >>> ActionCast(torch.float64)(torch.zeros(2)).dtype
+        torch.float64
+    """
+
+    def __init__(self, dtype: torch.dtype) -> None:
+        super().__init__()
+        self.dtype = dtype
+
+    def forward(self, action: torch.Tensor) -> torch.Tensor:
+        return action.to(self.dtype)
+
+
+def _acting_in(env_action_dtype: torch.dtype, policy: TensorDictModule) -> TensorDictModule:
+    """``policy`` as it acts in the env: its float32 actions cast to the env's dtype. The
+    one place where every agent's actions meet the env's spec; the losses keep float32."""
+    if env_action_dtype == torch.float32:
+        return policy
+    cast = TensorDictModule(ActionCast(env_action_dtype), ["action"], ["action"])
+    return TensorDictSequential(policy, cast)
 
 
 class AsFloat32(torch.nn.Module):
@@ -225,7 +253,7 @@ def _build_agent(config: TrainConfig, env: EnvBase, spec: Bounded, generator: to
             MLP(in_features=observation_size, out_features=action_size, num_cells=hidden,
                 activation_class=torch.nn.ReLU),
             torch.nn.Tanh(),
-            ScaleToBounds(low, high, spec.dtype),
+            ScaleToBounds(low, high),
         )
         policy = TensorDictModule(net, ["observation"], ["action"])
         sigma = config.exploration_noise * float(((high - low) / 2).mean())
@@ -253,8 +281,8 @@ def _build_agent(config: TrainConfig, env: EnvBase, spec: Bounded, generator: to
     rates = {"actor": config.actor_lr, "critic": config.critic_lr, "alpha": config.alpha_lr}
     optimizer = torch.optim.Adam([{"params": params, "lr": rates[name]} for name, params in groups.items()])
     return Agent(
-        policy=policy,
-        explore=explore,
+        policy=_acting_in(spec.dtype, policy),
+        explore=_acting_in(spec.dtype, explore),
         loss=loss,
         optimizer=optimizer,
         target_updater=SoftUpdate(loss, tau=config.tau),

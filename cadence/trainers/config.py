@@ -21,6 +21,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
+import re
 import tomllib
 import typing
 from collections.abc import Mapping
@@ -40,6 +42,13 @@ __all__ = [
 ]
 
 ALGORITHMS = ("ddpg", "td3", "sac")
+
+# a run name becomes one folder under runs_dir: one path component of safe characters,
+# never "." or ".." (it cannot start with a dot), never a separator
+RUN_NAME_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+# seeds feed numpy's legacy seeding (< 2**32) and derived seeds (seed + frames) stay far
+# inside every env's range
+MAX_SEED = 2**32 - 1
 
 
 class ConfigError(ValueError):
@@ -108,7 +117,10 @@ class TrainConfig:
             >>> TrainConfig(env="cheetah/run", seed=3).run_name()
             'ddpg-cheetah-run-seed3'
         """
-        return self.name or f"{self.algorithm}-{self.env.replace('/', '-')}-seed{self.seed}"
+        if self.name:
+            return self.name
+        env = re.sub(r"[^A-Za-z0-9_.-]", "-", self.env)  # "cheetah/run", "my_module:Id-v0"
+        return f"{self.algorithm}-{env}-seed{self.seed}"
 
     def validate(self) -> TrainConfig:
         """Checks every value; returns ``self``.
@@ -124,6 +136,17 @@ class TrainConfig:
         """
         if self.algorithm not in ALGORITHMS:
             raise ConfigError(f"unknown algorithm {self.algorithm!r}; valid algorithms: {', '.join(ALGORITHMS)}")
+        if self.name and not RUN_NAME_PATTERN.fullmatch(self.name):
+            raise ConfigError(
+                f"name must be one folder name of letters, digits, '_', '.' and '-' (not starting with '.'; "
+                f"at most 128 characters), got {self.name!r}"
+            )
+        if not 0 <= self.seed <= MAX_SEED:
+            raise ConfigError(f"seed must be in [0, {MAX_SEED}], got {self.seed}")
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ConfigError(f"{field.name} must be a finite number, got {value}")
         minimums = {
             "total_frames": 1, "frames_per_batch": 1, "init_random_frames": 0, "num_envs": 1,
             "max_episode_steps": 0, "buffer_size": 1, "batch_size": 1, "policy_delay": 1,
@@ -135,6 +158,9 @@ class TrainConfig:
         for name in ("actor_lr", "critic_lr", "alpha_lr", "updates_per_frame"):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"{name} must be > 0, got {getattr(self, name)}")
+        for name in ("exploration_noise", "target_policy_noise", "target_noise_clip"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
         for name in ("gamma", "tau"):
             if not 0 < getattr(self, name) <= 1:
                 raise ConfigError(f"{name} must be in (0, 1], got {getattr(self, name)}")

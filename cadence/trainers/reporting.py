@@ -59,6 +59,8 @@ class MetricsLog:
         tensorboard: also write TensorBoard events under ``folder / "tensorboard"``.
         purge_after: on resume, the frame count of the checkpoint: TensorBoard drops the
             events logged after it by the interrupted run.
+        start_over: empty the logs an earlier attempt left (a run stopped before its
+            first checkpoint starts again from frame 0).
 
     Examples:
         >>> import tempfile
@@ -69,18 +71,23 @@ class MetricsLog:
         >>> log.close()
     """
 
-    def __init__(self, folder: Path, tensorboard: bool = True, purge_after: int | None = None) -> None:
+    def __init__(
+        self, folder: Path, tensorboard: bool = True, purge_after: int | None = None, start_over: bool = False
+    ) -> None:
         self.folder = folder
         self._files: dict[str, tuple[TextIO, tuple[str, ...]]] = {}
         for name, columns in (("episodes.csv", EPISODE_COLUMNS), ("metrics.csv", METRIC_COLUMNS)):
             path = folder / name
-            fresh = not path.exists() or path.stat().st_size == 0
-            handle = open(path, "a", newline="")
+            fresh = start_over or not path.exists() or path.stat().st_size == 0
+            handle = open(path, "w" if start_over else "a", newline="")
             if fresh:
                 handle.write(",".join(columns) + "\n")
                 handle.flush()
             self._files[name] = (handle, columns)
         self._writer = None
+        if start_over:
+            for events in (folder / "tensorboard").glob("events.out.tfevents.*"):
+                events.unlink()
         if tensorboard:
             from torch.utils.tensorboard import SummaryWriter
 

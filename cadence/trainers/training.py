@@ -8,12 +8,15 @@ episodes on an env of its own.
 
 A run folder (``runs/<name>/``) holds:
 
+* ``cadence-run.json``: the marker that makes it a run folder (see ``run_folder``);
 * ``config.toml``: the config (``cadence train --config runs/<name>/config.toml`` repeats it);
 * ``episodes.csv``, ``metrics.csv``, ``tensorboard/``: the logs (see ``reporting``);
-* ``checkpoints/``: the latest checkpoint, written every ``checkpoint_interval`` frames
-  and at the end, crash-safely (a new one is complete before it replaces the old one):
-  networks, optimiser, replay buffer (memory-mapped files), collector, simulators,
-  every random generator, the logs' lengths;
+* ``checkpoints/``: the latest two checkpoints, written every ``checkpoint_interval``
+  frames and at the end, crash-safely (a new one is complete before it replaces the
+  old one): networks, optimiser, replay buffer (memory-mapped files), collector,
+  simulators, every random generator, the logs' lengths (files: see
+  ``checkpoint_files``). Resuming reads the newest; if one of its files is damaged,
+  it says so and falls back to the one before it;
 * ``buffer/``: the replay buffer's working files;
 * at the end: ``policy.pt`` (what ``cadence eval`` plays), ``returns.png``,
   ``video.mp4`` and ``summary.json``.
@@ -22,6 +25,7 @@ A run stopped at any point (even by SIGKILL) resumes from its latest checkpoint 
 ``TrainingRun.resume`` (``cadence train --resume runs/<name>``): it loses the frames
 since that checkpoint, and goes on to produce the same numbers as an unbroken run of
 the same config (the simulators are restored where they stood; see ``simulators``).
+A run stopped before its first checkpoint starts over, its logs emptied.
 
 Examples:
     >>> import tempfile
@@ -38,7 +42,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -51,38 +54,41 @@ from tensordict.nn import TensorDictModule
 
 from cadence.collectors import SyncDataCollector
 from cadence.data import LazyMemmapStorage, RandomSampler, TensorDictReplayBuffer
-from cadence.data.replay_buffers.checkpoint import latest_checkpoint, write_checkpoint
+from cadence.data.replay_buffers.checkpoint import CheckpointError, checkpoint_history, write_checkpoint
 from cadence.trainers.agents import Agent, build_agent
+from cadence.trainers.checkpoint_files import (
+    numpy_rng_from_state,
+    numpy_rng_state,
+    read_policy_file,
+    read_training_state,
+    write_training_state,
+)
 from cadence.trainers.config import ConfigError, TrainConfig, config_from_mapping, load_config_file
 from cadence.trainers.environments import check_env_name, episode_step_limit, make_env
 from cadence.trainers.evaluation import evaluate_policy, record_video
 from cadence.trainers.reporting import MetricsLog, ProgressDisplay, plot_returns
+from cadence.trainers.run_folder import MARKER, create_run_folder, is_run_folder, remove_run_folder, run_key
 from cadence.trainers.simulators import load_simulator_state, simulator_state
 
 __all__ = ["EpisodeTracker", "TrainingRun", "is_run_folder", "load_policy"]
 
 # fields a resumed run may change: how long it runs and what it shows, not what it learns
 RESUMABLE_FIELDS = ("total_frames", "progress", "video", "plot", "tensorboard", "checkpoint_interval", "threads")
-
-
-def is_run_folder(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` is a run folder of ``cadence train`` (it has ``config.toml`` and a
-    ``checkpoints/`` folder).
-
-    Examples:
-        >>> import tempfile
-        >>> is_run_folder(tempfile.mkdtemp())
-        False
-    """
-    path = Path(path)
-    return (path / "config.toml").is_file() and (path / "checkpoints").is_dir()
+# what a checkpoint's state.pt must hold
+STATE_ENTRIES = (
+    "frames", "updates", "evaluations", "elapsed_s", "update_credit", "losses", "recent_returns", "last_eval",
+    "best_eval", "agent", "generator", "collector", "env_rng", "episodes", "log_sizes", "torch_rng", "numpy_rng",
+)
+# checkpoints kept on disk: the newest, and the one before it to fall back to
+KEPT_CHECKPOINTS = 2
 
 
 def _run_config(folder: Path) -> TrainConfig:
-    """The config a run folder holds; ``ConfigError`` if ``folder`` is not a run folder."""
+    """The config a run folder holds, validated; ``ConfigError`` if ``folder`` is not a
+    run folder or its config is not valid."""
     if not is_run_folder(folder):
-        raise ConfigError(f"{folder} is not a run folder of cadence train (no config.toml and checkpoints/ in it)")
-    return config_from_mapping(load_config_file(folder / "config.toml"), str(folder / "config.toml"))
+        raise ConfigError(f"{folder} is not a run folder of cadence train (no {MARKER} in it)")
+    return config_from_mapping(load_config_file(folder / "config.toml"), str(folder / "config.toml")).validate()
 
 
 def load_policy(folder: str | os.PathLike[str]) -> tuple[TrainConfig, TensorDictModule, str]:
@@ -94,6 +100,8 @@ def load_policy(folder: str | os.PathLike[str]) -> tuple[TrainConfig, TensorDict
 
     Raises:
         ConfigError: if ``folder`` is not a run folder or holds no weights yet.
+        CheckpointError: if the file of the weights is damaged or does not fit the
+            run's networks (naming the file).
 
     Examples:
         >>> import tempfile
@@ -108,19 +116,28 @@ def load_policy(folder: str | os.PathLike[str]) -> tuple[TrainConfig, TensorDict
     config = _run_config(folder)
     if (folder / "policy.pt").is_file():
         source = folder / "policy.pt"
-        weights = torch.load(source, weights_only=False)["policy"]
+        weights = read_policy_file(source)
     else:
-        try:
-            source = latest_checkpoint(folder / "checkpoints") / "state.pt"
-        except FileNotFoundError:
-            raise ConfigError(f"{folder} holds no policy yet: neither policy.pt nor a checkpoint") from None
-        agent_state = torch.load(source, weights_only=False)["agent"]
-        weights = agent_state["policy"]
+        history = checkpoint_history(folder / "checkpoints")
+        if not history:
+            raise ConfigError(f"{folder} holds no policy yet: neither policy.pt nor a checkpoint")
+        source = history[0] / "state.pt"
+        state, _, _ = read_training_state(history[0], key=None, required=("agent",))
+        weights = state["agent"]["policy"]
     env = make_env(config, seed=config.seed)
     policy = build_agent(config, env).policy
     env.close()
-    policy.load_state_dict(weights)
+    _load_into(policy, weights, source)
     return config, policy, str(source)
+
+
+def _load_into(module: Any, state: Any, source: Path) -> None:
+    """``module.load_state_dict(state)``, its failures a ``CheckpointError`` naming ``source``."""
+    try:
+        module.load_state_dict(state)
+    except Exception as err:  # wrong keys, shapes or types: a file of another run or algorithm
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise CheckpointError(f"{source}: does not fit this run's {type(module).__name__}: {first}") from None
 
 
 class EpisodeTracker:
@@ -187,7 +204,7 @@ class TrainingRun:
         >>> from cadence.trainers.config import TrainConfig
         >>> run = TrainingRun.create(TrainConfig(name="demo"), runs_dir=tempfile.mkdtemp())
         >>> run.folder.name, sorted(p.name for p in run.folder.iterdir())
-        ('demo', ['checkpoints', 'config.toml'])
+        ('demo', ['cadence-run.json', 'checkpoints', 'config.toml'])
     """
 
     def __init__(self, config: TrainConfig, folder: Path, out: TextIO | None = None) -> None:
@@ -219,17 +236,25 @@ class TrainingRun:
         ``config.runs_dir``).
 
         Raises:
-            ConfigError: for an unknown env, or if the folder exists and ``overwrite`` is False.
+            ConfigError: for a bad value or unknown env (checked before anything is
+                written), if the folder exists and ``overwrite`` is False, or if it exists
+                and is not a run folder (``overwrite`` removes only run folders).
         """
         config.validate()
         check_env_name(config.env)  # before anything is written
         folder = Path(runs_dir if runs_dir is not None else config.runs_dir) / config.run_name()
-        if folder.exists():
+        if folder.exists() or folder.is_symlink():
+            if not is_run_folder(folder):
+                raise ConfigError(
+                    f"{folder} exists and is not a run folder of cadence train (no {MARKER} in it); "
+                    "it is left as it is: choose another --name"
+                )
             if not overwrite:
-                hint = f"cadence train --resume {folder}" if is_run_folder(folder) else "another --name"
-                raise ConfigError(f"{folder} already exists; pass --overwrite to replace it, or use {hint}")
-            shutil.rmtree(folder)
-        (folder / "checkpoints").mkdir(parents=True)
+                raise ConfigError(
+                    f"{folder} already exists; pass --overwrite to replace it, or use cadence train --resume {folder}"
+                )
+            remove_run_folder(folder)
+        create_run_folder(folder)
         (folder / "config.toml").write_text(config.to_toml())
         return cls(config, folder, out)
 
@@ -300,42 +325,68 @@ class TrainingRun:
             "generator": self.generator.get_state(),
             "collector": self.collector.state_dict(),
             "env_rng": self.env.rng.get_state(),
-            "simulators": simulator_state(self.env),
             "episodes": self.episodes.state_dict(),
             "log_sizes": self.log.sizes(),
             "torch_rng": torch.get_rng_state(),
-            "numpy_rng": np.random.get_state(),
+            "numpy_rng": numpy_rng_state(),
         }
 
     def _checkpoint(self) -> None:
         state = self._state()
+        simulators = simulator_state(self.env)
+        key = run_key(self.folder)
 
         def write(directory: Path) -> None:
             self.buffer.dumps(directory / "buffer")
-            torch.save(state, directory / "state.pt")
+            write_training_state(directory, state, simulators, key)
 
-        write_checkpoint(self.folder / "checkpoints", write)
+        write_checkpoint(self.folder / "checkpoints", write, keep=KEPT_CHECKPOINTS)
 
     def _restore(self) -> bool:
-        """Loads the latest checkpoint, if there is one; True if there was."""
-        try:
-            directory = latest_checkpoint(self.folder / "checkpoints")
-        except FileNotFoundError:
+        """Loads the newest usable checkpoint, if there is one; True if there was.
+
+        A checkpoint whose files are damaged is named on ``out`` and the one before it is
+        tried; if none is usable, ``CheckpointError`` names each one's problem.
+        """
+        checkpoints = self.folder / "checkpoints"
+        history = checkpoint_history(checkpoints)
+        if not history:
+            if (checkpoints / "LATEST").exists():
+                raise CheckpointError(f"{checkpoints / 'LATEST'}: names no checkpoint folder that exists")
             return False
-        state = torch.load(directory / "state.pt", weights_only=False)
+        problems = []
+        for directory in history:
+            try:
+                self._restore_from(directory)
+                return True
+            except CheckpointError as err:
+                problems.append(str(err))
+                if directory != history[-1]:
+                    print(f"cannot resume from {directory.name}: {err}; falling back to the checkpoint before it",
+                          file=self.out, flush=True)
+        raise CheckpointError(f"no usable checkpoint in {checkpoints}: " + "; ".join(problems))
+
+    def _restore_from(self, directory: Path) -> None:
+        state, simulators, note = read_training_state(directory, run_key(self.folder), STATE_ENTRIES)
         self.buffer.loads(directory / "buffer")
-        self.agent.load_state_dict(state["agent"])
-        self.generator.set_state(state["generator"])
-        self.collector.load_state_dict(state["collector"])
-        self.env.rng.set_state(state["env_rng"])
-        if state["simulators"] is not None:
-            load_simulator_state(self.env, state["simulators"])
-        else:  # a simulator whose state cannot be saved: its episode starts over
+        source = directory / "state.pt"
+        _load_into(self.agent, state["agent"], source)
+        _load_into(self.collector, state["collector"], source)
+        try:
+            self.generator.set_state(state["generator"])
+            self.env.rng.set_state(state["env_rng"])
+            self.episodes.load_state_dict(state["episodes"])
+            torch.set_rng_state(state["torch_rng"])
+            numpy_rng_from_state(state["numpy_rng"])
+        except Exception as err:  # an entry of the wrong type or size
+            raise CheckpointError(f"{source}: a generator's or counter's state does not fit: {err}") from None
+        if simulators is not None:
+            load_simulator_state(self.env, simulators)
+        else:  # a simulator whose state cannot be saved, or a snapshot refused: its episode starts over
+            if note is not None:
+                print(note, file=self.out, flush=True)
             self.env.set_seed(self.config.seed + state["frames"])
             self.collector.reset()
-        self.episodes.load_state_dict(state["episodes"])
-        torch.set_rng_state(state["torch_rng"])
-        np.random.set_state(state["numpy_rng"])
         for name in ("frames", "updates", "evaluations", "elapsed_s", "losses", "recent_returns"):
             setattr(self, name, state[name])
         self._update_credit = state["update_credit"]
@@ -409,7 +460,11 @@ class TrainingRun:
         if not self._built:
             self._build()
         resumed = self._restore()
-        self.log = MetricsLog(self.folder, tensorboard=config.tensorboard, purge_after=self.frames if resumed else None)
+        # without a checkpoint the run starts over: logs of a run killed before its first one are emptied
+        self.log = MetricsLog(
+            self.folder, tensorboard=config.tensorboard, purge_after=self.frames if resumed else None,
+            start_over=not resumed,
+        )
         if self._log_sizes is not None:
             self.log.truncate(self._log_sizes)
         if resumed:
@@ -446,7 +501,9 @@ class TrainingRun:
     # ------------------------------------------------------------------ the end
     def _finish(self, wall_s: float) -> dict[str, Any]:
         config = self.config
-        torch.save({"config": config.to_dict(), "policy": self.agent.policy.state_dict()}, self.folder / "policy.pt")
+        partial = self.folder / "policy.pt.partial"  # a policy.pt is whole or absent
+        torch.save({"config": config.to_dict(), "policy": self.agent.policy.state_dict()}, partial)
+        os.replace(partial, self.folder / "policy.pt")
         outputs = {"policy": str(self.folder / "policy.pt")}
         notes = []
         if config.plot:

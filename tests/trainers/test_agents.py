@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gymnasium
+import numpy as np
 import pytest
 import torch
 
@@ -68,3 +70,40 @@ def test_float64_observations_and_batched_envs() -> None:
 def test_discrete_actions_are_refused() -> None:
     with pytest.raises(ConfigError, match="ddpg needs a continuous, bounded action space; CartPole-v1 has"):
         build_agent(TrainConfig(env="CartPole-v1"), GymEnv("CartPole-v1"))
+
+
+class _Float64Actions(gymnasium.Env):
+    """A gymnasium env whose actions are float64, as dm_control's are."""
+
+    observation_space = gymnasium.spaces.Box(-1.0, 1.0, (3,), np.float64)
+    action_space = gymnasium.spaces.Box(-1.0, 1.0, (2,), np.float64)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return self.observation_space.sample(), {}
+
+    def step(self, action):
+        assert action.dtype == np.float64
+        return self.observation_space.sample(), float(-abs(action).sum()), False, False, {}
+
+
+@pytest.mark.parametrize("algorithm", ["ddpg", "td3", "sac"])
+def test_every_agent_acts_in_the_env_action_dtype(algorithm: str) -> None:
+    from cadence.envs.libs.gym import GymWrapper
+
+    env = GymWrapper(gymnasium.wrappers.TimeLimit(_Float64Actions(), 20))
+    agent = build_agent(TrainConfig(algorithm=algorithm, hidden_sizes=[8]), env)
+    for module in (agent.policy, agent.explore):
+        data = env.rollout(5, module)  # refused by the env's spec check before the cast was there
+        assert data["action"].dtype == torch.float64
+    agent.update(data)
+
+
+def test_sac_on_a_dm_control_task_acts_in_float64() -> None:
+    pytest.importorskip("dm_control", reason="dm_control tasks need the dm_control extra")
+    from cadence.trainers.environments import make_env
+
+    config = TrainConfig(algorithm="sac", env="cartpole/swingup", hidden_sizes=[8])
+    env = make_env(config, seed=0)
+    agent = build_agent(config, env)
+    assert env.rollout(3, agent.explore)["action"].dtype == torch.float64

@@ -99,3 +99,35 @@ def _errors_of(tmp_path: Path) -> list[ConfigError]:
     assert "expected a table of config fields, got list" in str(errors[2])
     assert "unknown config file kind '.json'; valid kinds: .toml, .yaml, .yml" in str(errors[3])
     return errors
+
+
+@pytest.mark.parametrize(
+    "field,value,message",
+    [
+        ("actor_lr", "inf", "actor_lr must be a finite number, got inf"),
+        ("critic_lr", "-inf", "critic_lr must be a finite number, got -inf"),
+        ("exploration_noise", "nan", "exploration_noise must be a finite number, got nan"),
+        ("updates_per_frame", "inf", "updates_per_frame must be a finite number, got inf"),
+        ("gamma", "nan", "gamma must be a finite number, got nan"),
+        ("target_noise_clip", "-1", "target_noise_clip must be >= 0, got -1.0"),
+        ("target_policy_noise", "-0.1", "target_policy_noise must be >= 0, got -0.1"),
+        ("exploration_noise", "-0.5", "exploration_noise must be >= 0, got -0.5"),
+        ("seed", "-1", "seed must be in [0, 4294967295], got -1"),
+        ("seed", str(2**70), f"seed must be in [0, 4294967295], got {2**70}"),
+        ("total_frames", "inf", "command line: total_frames expects int, got 'inf'"),
+    ],
+)
+def test_bad_values_are_named(field: str, value: str, message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        build_config("td3", None, {field: value})
+    assert str(info.value) == message
+
+
+def test_non_finite_values_in_a_file_are_named(tmp_path: Path) -> None:
+    path = tmp_path / "run.toml"
+    path.write_text("actor_lr = inf\n")
+    with pytest.raises(ConfigError, match="actor_lr must be a finite number, got inf"):
+        build_config("ddpg", str(path), {})
+    path.write_text("seed = -4\n")
+    with pytest.raises(ConfigError, match=r"seed must be in \[0, 4294967295\], got -4"):
+        build_config("ddpg", str(path), {})

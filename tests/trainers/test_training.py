@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -39,7 +41,7 @@ def logged(folder: Path) -> tuple[list[dict], list[dict]]:
 
 
 def policy_weights(folder: Path) -> dict[str, torch.Tensor]:
-    return torch.load(folder / "policy.pt", weights_only=False)["policy"]
+    return torch.load(folder / "policy.pt", weights_only=True)["policy"]
 
 
 def assert_same_weights(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> None:
@@ -137,7 +139,7 @@ def test_a_run_killed_by_sigkill_resumes_to_the_same_numbers(tmp_path: Path) -> 
     _kill_when_checkpointed(process, folder)
     assert process.returncode == -signal.SIGKILL
     assert not (folder / "summary.json").exists(), "the run finished before it was killed"
-    saved = torch.load(latest_checkpoint(folder / "checkpoints") / "state.pt", weights_only=False)["frames"]
+    saved = torch.load(latest_checkpoint(folder / "checkpoints") / "state.pt", weights_only=True)["frames"]
     resumed = subprocess.run([sys.executable, "-m", "cadence", "train", "--resume", str(folder)],
                              check=True, capture_output=True, text=True, timeout=300)
     # what was lost: the frames after the latest checkpoint, no more
@@ -156,7 +158,7 @@ def test_an_existing_folder_is_not_overwritten(tmp_path: Path) -> None:
     TrainingRun.create(small_config(name="taken"), runs_dir=tmp_path, overwrite=True)
     assert not (tmp_path / "taken" / "keep.txt").exists()
     (tmp_path / "plain").mkdir()
-    with pytest.raises(ConfigError, match="or use another --name"):
+    with pytest.raises(ConfigError, match="is not a run folder of cadence train .* it is left as it is: choose another --name"):
         TrainingRun.create(small_config(name="plain"), runs_dir=tmp_path)
 
 
@@ -177,6 +179,23 @@ def test_a_run_stopped_before_its_first_checkpoint_starts_over(tmp_path: Path) -
     TrainingRun.create(small_config(name="fresh", total_frames=200), runs_dir=tmp_path)
     summary = TrainingRun.resume(tmp_path / "fresh", out=io.StringIO()).run()
     assert summary["frames"] == 200
+
+
+def test_resume_without_a_checkpoint_empties_the_logs_of_the_killed_attempt(tmp_path: Path) -> None:
+    config = small_config(tensorboard=True)
+    TrainingRun.create(dataclasses.replace(config, name="unbroken"), runs_dir=tmp_path, out=io.StringIO()).run()
+    folder = tmp_path / "killed"
+    TrainingRun.create(dataclasses.replace(config, name="killed"), runs_dir=tmp_path, out=io.StringIO()).run()
+    # what a kill before the first checkpoint leaves: logs written, no checkpoint, no policy
+    for entry in (folder / "checkpoints").iterdir():
+        shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+    (folder / "policy.pt").unlink()
+    assert read_csv(folder / "episodes.csv")
+    out = io.StringIO()
+    TrainingRun.resume(folder, out=out).run()
+    assert "resuming" not in out.getvalue()
+    assert logged(folder) == logged(tmp_path / "unbroken")  # no row twice
+    assert len(list((folder / "tensorboard").glob("events.out.tfevents.*"))) == 1
 
 
 def test_load_policy_prefers_the_final_policy_then_the_checkpoint(tmp_path: Path) -> None:

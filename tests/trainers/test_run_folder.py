@@ -1,0 +1,105 @@
+"""Tests for cadence/trainers/run_folder.py: what makes a run folder, what --overwrite may
+remove, and the run's signing key (kept outside the folder)."""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+import pytest
+
+from cadence.cli import main
+from cadence.trainers.config import ConfigError, TrainConfig
+from cadence.trainers.run_folder import (
+    MARKER,
+    create_run_folder,
+    is_run_folder,
+    key_directory,
+    read_run_id,
+    remove_run_folder,
+    run_key,
+)
+from cadence.trainers.training import TrainingRun
+
+
+def test_a_run_folder_has_a_marker_and_a_key_kept_elsewhere(tmp_path: Path) -> None:
+    folder = tmp_path / "run"
+    run_id = create_run_folder(folder)
+    assert is_run_folder(folder) and read_run_id(folder) == run_id
+    key_file = key_directory() / f"{run_id}.key"
+    assert key_file.is_file() and not key_file.is_relative_to(folder)
+    assert oct(key_file.stat().st_mode & 0o777) == "0o600"
+    assert run_key(folder) == key_file.read_bytes()
+    with pytest.raises(FileExistsError):
+        create_run_folder(folder)
+
+
+@pytest.mark.parametrize("marker", ["", "{", '{"run_id": "../../etc/passwd"}', '{"run_id": 3}', "[1]"])
+def test_a_damaged_or_crafted_marker_makes_no_run_folder(tmp_path: Path, marker: str) -> None:
+    (tmp_path / MARKER).write_text(marker)
+    assert not is_run_folder(tmp_path)
+    assert run_key(tmp_path) is None
+
+
+def test_remove_run_folder_removes_only_runs(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "keep.txt").write_text("mine")
+    with pytest.raises(PermissionError, match="not a run folder of cadence train"):
+        remove_run_folder(plain)
+    run = tmp_path / "run"
+    run_id = create_run_folder(run)
+    link = tmp_path / "link"
+    link.symlink_to(run)
+    with pytest.raises(PermissionError, match="is a symbolic link: not removing it"):
+        remove_run_folder(link)
+    assert (plain / "keep.txt").exists() and run.is_dir()
+    remove_run_folder(run)
+    assert not run.exists() and not (key_directory() / f"{run_id}.key").exists()
+
+
+@pytest.mark.parametrize("name", ["../../x", "/tmp/elsewhere", ".", "..", "a/b", ".hidden", "x" * 129, "tab\there", "é"])
+def test_a_run_name_is_one_safe_path_component(tmp_path: Path, name: str) -> None:
+    with pytest.raises(ConfigError, match="name must be one folder name of letters, digits"):
+        TrainingRun.create(TrainConfig(name=name), runs_dir=tmp_path / "runs")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_derived_names_are_safe_too() -> None:
+    assert TrainConfig(env="my_module:Thermostat-v0").run_name() == "ddpg-my_module-Thermostat-v0-seed0"
+
+
+@pytest.mark.parametrize("argv_name", [["--name", "../../x"], ["--name", "."], ["--name", "/abs"]])
+def test_cli_rejects_names_that_escape_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys,
+                                            argv_name: list[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs" / "other").mkdir(parents=True)
+    assert main(["train", "ddpg", *argv_name, "--overwrite"]) == 2
+    assert "name must be one folder name" in capsys.readouterr().err
+    assert (tmp_path / "runs" / "other").is_dir()
+    assert sorted(os.listdir(tmp_path)) == ["runs"]
+
+
+def test_a_name_in_a_config_file_is_checked_the_same_way(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "run.toml").write_text('name = "../outside"\n')
+    assert main(["train", "ddpg", "--config", "run.toml"]) == 2
+    assert "name must be one folder name" in capsys.readouterr().err
+    assert not (tmp_path / "outside").exists() and not (tmp_path / "runs").exists()
+
+
+def test_overwrite_leaves_folders_that_are_not_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs" / "notes").mkdir(parents=True)
+    (tmp_path / "runs" / "notes" / "thesis.tex").write_text("years of work")
+    assert main(["train", "ddpg", "--name", "notes", "--overwrite"]) == 2
+    assert "is not a run folder of cadence train" in capsys.readouterr().err
+    assert (tmp_path / "runs" / "notes" / "thesis.tex").read_text() == "years of work"
+    # a symbolic link named like a run is not followed
+    (tmp_path / "elsewhere").mkdir()
+    TrainingRun.create(TrainConfig(name="real"), runs_dir=tmp_path / "elsewhere", out=io.StringIO())
+    (tmp_path / "runs" / "linked").symlink_to(tmp_path / "elsewhere" / "real")
+    assert main(["train", "ddpg", "--name", "linked", "--overwrite"]) == 2
+    assert is_run_folder(tmp_path / "elsewhere" / "real")
