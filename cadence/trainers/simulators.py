@@ -18,6 +18,11 @@ What can be saved, by simulator:
 Others (Box2D, Atari, ...) rebuild their internals when unpickled; for them
 :func:`simulator_state` returns ``None`` and the resumed run starts new episodes.
 
+Snapshots hold pickles, and unpickling runs code: a training checkpoint stores them
+signed with its run's key, and unpickles them only when the signature checks out
+(see ``checkpoint_files``). Never pass :func:`load_simulator_state` a state read from
+a file you have not checked that way.
+
 Examples:
     >>> from cadence.envs import GymEnv
     >>> env = GymEnv("Pendulum-v1")

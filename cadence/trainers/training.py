@@ -40,6 +40,7 @@ Examples:
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
@@ -88,7 +89,27 @@ def _run_config(folder: Path) -> TrainConfig:
     run folder or its config is not valid."""
     if not is_run_folder(folder):
         raise ConfigError(f"{folder} is not a run folder of cadence train (no {MARKER} in it)")
-    return config_from_mapping(load_config_file(folder / "config.toml"), str(folder / "config.toml")).validate()
+    config = config_from_mapping(load_config_file(folder / "config.toml"), str(folder / "config.toml")).validate()
+    _check_env_module_is_not_in(folder, config.env)
+    return config
+
+
+def _check_env_module_is_not_in(folder: Path, env: str) -> None:
+    """A run folder is data: the env module its config names (``module:Id``) must not be
+    one that the folder itself supplies (found there when Python runs from inside it)."""
+    if ":" not in env:
+        return
+    top = env.partition(":")[0].split(".")[0]
+    try:
+        spec = importlib.util.find_spec(top)  # a top-level name: found, not run
+    except (ImportError, ValueError):
+        return  # check_env_name reports it when the env is made
+    origin = spec.origin if spec is not None else None
+    if origin and Path(origin).resolve().is_relative_to(folder.resolve()):
+        raise ConfigError(
+            f"{folder / 'config.toml'} names the env module {top!r}, which lies inside the run folder ({origin}); "
+            "a run folder is data and its code is not imported: run from another folder"
+        )
 
 
 def load_policy(folder: str | os.PathLike[str]) -> tuple[TrainConfig, TensorDictModule, str]:

@@ -103,3 +103,18 @@ def test_overwrite_leaves_folders_that_are_not_runs(tmp_path: Path, monkeypatch:
     (tmp_path / "runs" / "linked").symlink_to(tmp_path / "elsewhere" / "real")
     assert main(["train", "ddpg", "--name", "linked", "--overwrite"]) == 2
     assert is_run_folder(tmp_path / "elsewhere" / "real")
+
+
+def test_an_env_module_inside_a_run_folder_is_not_imported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           capsys) -> None:
+    TrainingRun.create(TrainConfig(name="handed"), runs_dir=tmp_path, out=io.StringIO())
+    folder = tmp_path / "handed"
+    config = (folder / "config.toml").read_text().replace('env = "Pendulum-v1"', 'env = "planted_env:X-v0"')
+    (folder / "config.toml").write_text(config)
+    (folder / "planted_env.py").write_text(f"open({str(tmp_path / 'pwned')!r}, 'w').close()\n")
+    monkeypatch.chdir(folder)  # python -m cadence puts the current folder on sys.path
+    monkeypatch.syspath_prepend(str(folder))
+    assert main(["eval", str(folder), "--no-video"]) == 2
+    assert "names the env module 'planted_env', which lies inside the run folder" in capsys.readouterr().err
+    assert main(["train", "--resume", str(folder)]) == 2
+    assert not (tmp_path / "pwned").exists()
