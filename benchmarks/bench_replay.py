@@ -9,6 +9,9 @@ observation, float32), a buffer of ``--capacity`` (1M) frames on memory-mapped f
 * ``slice 10k`` / ``slice 1M``: ``SliceSampler(slice_len=32)`` samples of 256 frames
   from buffers of 10k and of 1M frames (trajectories of 1000 steps, ends marked in
   ``("next", "done")``); the ratio of the two says how the cost grows with the buffer.
+* ``checkpoint`` (Cadence only): ``dumps()`` of the full buffer, then ``loads()`` of it
+  into a fresh buffer with and without checksum verification (``verify=``), to show
+  what the CRC-32 of the data files costs. ``--only-checkpoint`` runs just this case.
 
 The same script measures both libraries (it imports ``cadence.data.replay_buffers`` or
 ``torchrl.data.replay_buffers``, whose APIs match), each in its own subprocess and
@@ -18,6 +21,7 @@ Cadence one. Figures are medians over the repeats.
 Usage::
 
     python benchmarks/bench_replay.py [--capacity 1000000] [--repeats 200] [--skip-reference]
+    python benchmarks/bench_replay.py --only-checkpoint [--capacity 1000000]
 """
 
 from __future__ import annotations
@@ -135,6 +139,72 @@ print(json.dumps(results))
 '''
 
 
+# Runs in Cadence's python: dumps() and loads() of a full buffer; prints {"case": seconds, ...}.
+CHECKPOINT_SCRIPT = r'''
+import json, shutil, statistics, sys, tempfile, time
+from pathlib import Path
+import torch
+from tensordict import TensorDict
+from cadence.data.replay_buffers import LazyMemmapStorage, TensorDictReplayBuffer
+
+capacity, repeats = int(sys.argv[1]), int(sys.argv[2])
+torch.manual_seed(0)
+scratch = Path(tempfile.mkdtemp())
+
+
+def make(name):
+    return TensorDictReplayBuffer(storage=LazyMemmapStorage(capacity, scratch_dir=scratch / name), batch_size=256)
+
+
+buffer = make("source")
+for start in range(0, capacity, 1000):
+    buffer.extend(TensorDict(
+        {"observation": torch.randn(1000, 17), "action": torch.randn(1000, 6),
+         "next": {"observation": torch.randn(1000, 17), "reward": torch.randn(1000, 1),
+                  "done": torch.zeros(1000, 1, dtype=torch.bool)}},
+        [1000],
+    ))
+times = {"dumps": [], "loads (verify=True)": [], "loads (verify=False)": []}
+target = make("target")
+for _ in range(repeats):
+    start = time.perf_counter()
+    buffer.dumps(scratch / "checkpoints")
+    times["dumps"].append(time.perf_counter() - start)
+    for verify in (True, False):
+        start = time.perf_counter()
+        target.loads(scratch / "checkpoints", verify=verify)
+        times[f"loads (verify={verify})"].append(time.perf_counter() - start)
+assert len(target) == capacity
+size = sum(f.stat().st_size for f in (scratch / "checkpoints").rglob("*") if f.is_file())
+shutil.rmtree(scratch, ignore_errors=True)
+print(json.dumps({**{case: statistics.median(values) for case, values in times.items()}, "bytes": size}))
+'''
+
+
+def measure_checkpoint(capacity: int, repeats: int) -> dict[str, float]:
+    """Seconds of ``dumps()`` and of ``loads()`` with and without verification (medians), and the checkpoint's bytes."""
+    result = subprocess.run(
+        [sys.executable, "-c", CHECKPOINT_SCRIPT, str(capacity), str(repeats)], capture_output=True, text=True,
+        cwd=REPO_ROOT,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"the checkpoint run failed (exit {result.returncode}):\n{result.stderr[-3000:]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def print_checkpoint(capacity: int, repeats: int) -> None:
+    """Measures and prints the checkpoint case."""
+    times = measure_checkpoint(capacity, repeats)
+    megabytes = times.pop("bytes") / 2**20
+    print(f"\ncheckpoint of {capacity:,} frames ({megabytes:,.0f} MiB on disk), medians of {repeats}:")
+    print("| case | seconds | MiB/s |")
+    print("|---|---|---|")
+    for case, seconds in times.items():
+        print(f"| {case} | {seconds:.3f} | {megabytes / seconds:,.0f} |")
+    verified, unverified = times["loads (verify=True)"], times["loads (verify=False)"]
+    print(f"verification adds {verified - unverified:.3f} s ({verified / unverified - 1:+.0%}) to loads()")
+
+
 def measure(python: str, library: str, capacity: int, repeats: int) -> dict[str, float | str]:
     """Runs the measurements of ``library`` in ``python``; seconds per operation by case."""
     result = subprocess.run(
@@ -154,9 +224,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=200, help="timed calls per case (default: %(default)s)")
     parser.add_argument("--skip-reference", action="store_true", help="do not run torchrl")
     parser.add_argument("--reference-python", default=None, help="python of a venv holding torchrl 0.14.1")
+    parser.add_argument("--only-checkpoint", action="store_true", help="run only the dumps()/loads() case")
+    parser.add_argument(
+        "--checkpoint-repeats", type=int, default=5, help="dumps()/loads() rounds (default: %(default)s)"
+    )
     args = parser.parse_args(argv)
     if args.capacity < 10_000 or args.capacity % 1000:
         parser.error("--capacity must be a multiple of 1000, at least 10000")
+    if args.only_checkpoint:
+        print_checkpoint(args.capacity, args.checkpoint_repeats)
+        return 0
 
     reference, why = (None, "--skip-reference") if args.skip_reference else find_reference_python(
         args.reference_python
@@ -193,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
               if isinstance(r.get("slice 1M"), float) and isinstance(r.get("slice 10k"), float)}
     for library, ratio in growth.items():
         print(f"{library}: SliceSampler sample time grows {ratio:.2f}x from 10k to {args.capacity:,} frames")
+    print_checkpoint(args.capacity, args.checkpoint_repeats)
     return 0
 
 

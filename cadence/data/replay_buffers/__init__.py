@@ -16,6 +16,7 @@ from cadence.data.replay_buffers.buffers import (
     TensorDictPrioritizedReplayBuffer,
     TensorDictReplayBuffer,
 )
+from cadence.data.replay_buffers.checkpoint import CheckpointError
 from cadence.data.replay_buffers.sampler_base import Sampler
 from cadence.data.replay_buffers.samplers import PrioritizedSampler, RandomSampler, SamplerWithoutReplacement
 from cadence.data.replay_buffers.slice_samplers import (
@@ -38,6 +39,7 @@ from cadence.data.replay_buffers.writers import (
 )
 
 __all__ = [
+    "CheckpointError",
     "LazyMemmapStorage",
     "LazyTensorStorage",
     "ListStorage",

@@ -10,7 +10,9 @@
 Writes and samples hold one lock, so a ``prefetch=N`` buffer (which samples ``N``
 batches ahead in a background thread) can be extended at the same time. ``dumps`` and
 ``loads`` save and restore data, sampler (priorities, generator) and writer (cursor) in
-a crash-safe checkpoint directory (``checkpoint``).
+a crash-safe checkpoint directory (``checkpoint``), in files that hold no code, sized and
+checksummed (``_checkpoint_files``); ``loads`` raises ``CheckpointError`` on any bad file
+and leaves the buffer as it was.
 
 Examples:
     >>> import torch
@@ -26,6 +28,7 @@ Examples:
 from __future__ import annotations
 
 import collections
+import copy
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -36,7 +39,16 @@ import torch
 from tensordict import TensorDictBase
 from tensordict.utils import NestedKey
 
-from cadence.data.replay_buffers.checkpoint import latest_checkpoint, write_checkpoint
+from cadence.data.replay_buffers._checkpoint_files import (
+    VERSION as CHECKPOINT_VERSION,
+    encode_state,
+    field,
+    load_state,
+    read_meta,
+    save_state,
+    write_meta,
+)
+from cadence.data.replay_buffers.checkpoint import CheckpointError, latest_checkpoint, write_checkpoint
 from cadence.data.replay_buffers.sampler_base import Sampler
 from cadence.data.replay_buffers.samplers import PrioritizedSampler, RandomSampler
 from cadence.data.replay_buffers.slice_samplers import PrioritizedSliceSampler
@@ -49,6 +61,8 @@ __all__ = [
     "TensorDictPrioritizedReplayBuffer",
     "TensorDictReplayBuffer",
 ]
+
+BUFFER_FORMAT = "cadence.replay_buffers.buffer"
 
 
 def _built(component: Any, kind: type, default: Callable[[], Any]) -> Any:
@@ -323,32 +337,151 @@ class ReplayBuffer:
 
     def dumps(self, path: str | Path) -> None:
         """Saves the buffer into the directory ``path``, crash-safely: the previous
-        checkpoint there stays loadable until the new one is complete."""
+        checkpoint there stays loadable until the new one is complete.
 
-        def write(directory: Path) -> None:
-            self._storage.dumps(directory / "storage")
-            torch.save(
+        A checkpoint holds no code (see ``_checkpoint_files``): ``buffer.json`` (the
+        classes of the storage, sampler and writer, the capacity, and the size and CRC-32
+        of ``buffer.pt``), ``buffer.pt`` (the sampler's, writer's and transforms' state,
+        read with ``torch.load(weights_only=True)``) and ``storage/`` (``storage.json``
+        and raw data files, each with its size and CRC-32).
+
+        Raises:
+            TypeError: a state holds something a checkpoint cannot hold without code (an
+                object of a ``ListStorage`` that is not data, say); nothing is written.
+
+        Examples:
+            >>> import tempfile, torch
+            >>> from cadence.data.replay_buffers import LazyTensorStorage
+            >>> buffer = ReplayBuffer(storage=LazyTensorStorage(10), batch_size=2)
+            >>> _ = buffer.extend(torch.arange(4.0))
+            >>> folder = tempfile.mkdtemp()
+            >>> buffer.dumps(folder)
+            >>> restored = ReplayBuffer(storage=LazyTensorStorage(10), batch_size=2)
+            >>> restored.loads(folder)
+            >>> restored[torch.arange(4)].tolist()
+            [0.0, 1.0, 2.0, 3.0]
+        """
+        with self._lock:
+            state = encode_state(
                 {
                     "sampler": self._sampler.state_dict(),
                     "writer": self._writer.state_dict(),
                     "transform": self._transform.state_dict(),
                 },
-                directory / "buffer.pt",
+                f"{type(self).__name__} state",
             )
+            write_storage = self._storage._dump_writer()
+            header = {
+                "format": BUFFER_FORMAT,
+                "version": CHECKPOINT_VERSION,
+                "buffer": type(self).__name__,
+                "storage": type(self._storage).__name__,
+                "sampler": type(self._sampler).__name__,
+                "writer": type(self._writer).__name__,
+                "capacity": self._storage.max_size,
+            }
 
-        with self._lock:
+            def write(directory: Path) -> None:
+                write_storage(directory / "storage")
+                entry = save_state(state, directory / "buffer.pt")
+                write_meta(directory / "buffer.json", {**header, "state": entry})
+
             write_checkpoint(path, write)
 
-    def loads(self, path: str | Path) -> None:
-        """Restores the last complete checkpoint that ``dumps`` wrote into ``path``."""
+    def loads(self, path: str | Path, *, verify: bool = True) -> None:
+        """Restores the last complete checkpoint that ``dumps`` wrote into ``path``.
+
+        Everything is read and checked before anything changes: if ``loads`` raises,
+        the buffer is as it was (its data, priorities, cursor and generator).
+
+        A checkpoint loads into a buffer built like the one that wrote it: the same
+        sampler and writer classes (a prioritized checkpoint into a uniform buffer would
+        lose its priorities; the reverse would have none), the same storage capacity (a
+        larger checkpoint would lose items, and a smaller one's cursor and priorities
+        are laid out for its own capacity), the same kind of storage (``ListStorage``,
+        or one of the tensor storages, which share one format) with the same entries.
+
+        Args:
+            path: the directory ``dumps`` wrote.
+            verify: compare the files' CRC-32 checksums (reading the data once more);
+                sizes, shapes and kinds are checked either way.
+
+        Raises:
+            FileNotFoundError: ``path`` holds no complete checkpoint.
+            CheckpointError: a file is missing, truncated, damaged or holds anything but
+                data (nothing in it runs), or the checkpoint does not fit this buffer;
+                the message names the file.
+
+        Examples:
+            >>> import tempfile, torch
+            >>> from cadence.data.replay_buffers import LazyTensorStorage
+            >>> folder = tempfile.mkdtemp()
+            >>> PrioritizedReplayBuffer(alpha=0.7, beta=0.5, storage=LazyTensorStorage(10)).dumps(folder)
+            >>> ReplayBuffer(storage=LazyTensorStorage(10)).loads(folder)  # doctest: +ELLIPSIS
+            Traceback (most recent call last):
+            ...
+            cadence.data.replay_buffers.checkpoint.CheckpointError: ...: ... its priorities would be lost; ...
+        """
         directory = latest_checkpoint(path)
-        state = torch.load(directory / "buffer.pt", weights_only=False)
-        with self._lock:
+        file = directory / "buffer.json"
+        older = (directory / "buffer.pt").exists() and not (directory / "storage" / "storage.json").exists()
+        if older and not file.exists():
+            raise CheckpointError(
+                f"{file}: missing; {directory} was written by an older Cadence, whose checkpoints held pickles, "
+                f"which are not loaded (they can run code)."
+            )
+        with self._lock:  # a write between the checks and the loading would void the checks
+            meta = read_meta(file, BUFFER_FORMAT, verify)
+            self._check_components_fit(meta, file)
+            storage_state = self._storage._read_dump(directory / "storage", verify)
+            state = load_state(directory / "buffer.pt", field(meta, "state", dict, file), verify)
+            if not isinstance(state, dict) or set(state) != {"sampler", "writer", "transform"}:
+                raise CheckpointError(
+                    f"{directory / 'buffer.pt'}: expected a dict of 'sampler', 'writer' and 'transform' states, got "
+                    f"{sorted(map(str, state)) if isinstance(state, dict) else type(state).__name__}."
+                )
             self._drop_prefetched()
-            self._storage.loads(directory / "storage")
-            self._sampler.load_state_dict(state["sampler"])
-            self._writer.load_state_dict(state["writer"])
-            self._transform.load_state_dict(state["transform"])
+            parts = (("sampler", self._sampler), ("writer", self._writer), ("transform", self._transform))
+            previous = {name: copy.deepcopy(part.state_dict()) for name, part in parts}
+            for name, part in parts:
+                try:
+                    part.load_state_dict(state[name])
+                except Exception as error:  # the state does not fit: put every part back as it was
+                    for restored, other in parts:
+                        other.load_state_dict(previous[restored])
+                    raise CheckpointError(
+                        f"{directory / 'buffer.pt'}: the {name} state does not fit this buffer's "
+                        f"{type(part).__name__} ({type(error).__name__}: {error})."
+                    ) from error
+            try:
+                self._storage._apply_dump(storage_state)  # checked whole by _read_dump: only I/O can fail here
+            except BaseException:
+                for restored, other in parts:  # the storage may hold part of the checkpoint now
+                    other.load_state_dict(previous[restored])
+                raise
+
+    def _check_components_fit(self, meta: dict[str, Any], file: Path) -> None:
+        """Raises ``CheckpointError`` unless the checkpoint's sampler, writer and capacity are this buffer's."""
+        field(meta, "buffer", str, file)  # what wrote it, for people reading the file: the parts are checked
+        field(meta, "storage", str, file)  # (the storage by its own storage.json)
+        for name, component in (("sampler", self._sampler), ("writer", self._writer)):
+            written = field(meta, name, str, file)
+            if written != type(component).__name__:
+                note = ""
+                if _prioritized_name(written) and not _prioritized(component):
+                    note = "; its priorities would be lost"
+                elif _prioritized(component) and not _prioritized_name(written):
+                    note = "; it holds no priorities to load"
+                raise CheckpointError(
+                    f"{file}: the checkpoint's {name} is a {written}, this buffer's a {type(component).__name__}"
+                    f"{note}; load it into a buffer built with the same {name}."
+                )
+        capacity = field(meta, "capacity", int, file)
+        if capacity != self._storage.max_size:
+            raise CheckpointError(
+                f"{file}: the checkpoint holds a buffer of capacity {capacity}, this buffer's capacity is "
+                f"{self._storage.max_size}; load it into a buffer of the same capacity."
+            )
 
     def __del__(self) -> None:
         executor = self.__dict__.get("_executor")
@@ -540,6 +673,14 @@ class TensorDictPrioritizedReplayBuffer(TensorDictReplayBuffer):
         storage = _built(storage, Storage, lambda: ListStorage(1000))
         sampler = PrioritizedSampler(storage.max_size, alpha, beta, eps=eps, dtype=dtype)
         super().__init__(storage=storage, sampler=sampler, priority_key=priority_key, **kwargs)
+
+
+def _prioritized(sampler: Sampler) -> bool:
+    return isinstance(sampler, (PrioritizedSampler, PrioritizedSliceSampler))
+
+
+def _prioritized_name(name: str) -> bool:
+    return name in (PrioritizedSampler.__name__, PrioritizedSliceSampler.__name__)
 
 
 def _callable_transform(function: Callable[[Any], Any]) -> Any:

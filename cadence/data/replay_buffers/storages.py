@@ -15,6 +15,11 @@ Tensor storages read a sample with one indexing call per entry and build the sam
 ``TensorDict`` directly; they check that written data have the stored entries, shapes
 and dtypes, and say which differ.
 
+``dumps``/``loads`` write and read a storage in files that hold no code (JSON metadata,
+raw data files, ``weights_only`` state; see ``_checkpoint_files``), each sized and
+checksummed; ``loads`` checks everything before it changes anything and raises
+``CheckpointError`` naming the bad file.
+
 Examples:
     >>> import torch
     >>> from tensordict import TensorDict
@@ -26,16 +31,28 @@ Examples:
 
 from __future__ import annotations
 
+import copy
 import math
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 from tensordict import MemoryMappedTensor, TensorDict, TensorDictBase
-
 from tensordict.utils import NestedKey
+
+from cadence.data.replay_buffers._checkpoint_files import (
+    VERSION as CHECKPOINT_VERSION,
+    encode_state,
+    field,
+    load_state,
+    read_meta,
+    save_state,
+    write_meta,
+)
+from cadence.data.replay_buffers._tensor_dumps import STORAGE_FORMAT, read_tensor_dump, tensor_dump_writer
+from cadence.data.replay_buffers.checkpoint import CheckpointError
 
 __all__ = ["LazyMemmapStorage", "LazyTensorStorage", "ListStorage", "Storage", "TensorStorage"]
 
@@ -122,15 +139,129 @@ class Storage:
         """Restores what ``state_dict`` returned."""
         self._rows_written = int(state_dict["rows_written"])
 
-    def dumps(self, path: str | Path) -> None:
-        """Writes the storage into the directory ``path``."""
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        torch.save(self.state_dict(), path / "storage.pt")
+    # ------------------------------------------------------------------ checkpoints
+    # A dump is ``storage.json`` (sealed metadata: the storage's kind, size, fill level and
+    # the files' sizes and checksums) beside data files that hold no code (see
+    # ``_checkpoint_files``). ``loads`` reads and checks everything (``_read_dump``)
+    # before it changes anything (``_apply_dump``), so a bad dump leaves the storage as it was.
+    _dump_family = ""  # storages whose dumps load into one another ("" : this class only)
 
-    def loads(self, path: str | Path) -> None:
-        """Reads what ``dumps`` wrote into ``path``."""
-        self.load_state_dict(torch.load(Path(path) / "storage.pt", weights_only=False))
+    def dumps(self, path: str | Path) -> None:
+        """Writes the storage into the directory ``path``: ``storage.json`` and its data files.
+
+        Raises:
+            TypeError: the storage holds something a checkpoint cannot hold without code
+                (see ``ListStorage``).
+
+        Examples:
+            >>> import tempfile
+            >>> storage = ListStorage(4)
+            >>> storage.set(torch.arange(2), ["a", torch.ones(2)])
+            >>> folder = tempfile.mkdtemp()
+            >>> storage.dumps(folder)
+            >>> restored = ListStorage(4)
+            >>> restored.loads(folder)
+            >>> restored.get(0), len(restored)
+            ('a', 2)
+        """
+        self._dump_writer()(Path(path))
+
+    def _dump_writer(self) -> Callable[[Path], None]:
+        """Checks that the storage can be dumped (raising ``TypeError`` if not); returns
+        the function that writes the dump into a directory."""
+        state = encode_state(self.state_dict(), f"{type(self).__name__} state")
+        header = self._dump_header()
+
+        def write(path: Path) -> None:
+            path.mkdir(parents=True, exist_ok=True)
+            entry = save_state(state, path / "storage.pt")
+            write_meta(path / "storage.json", {**header, "state": entry})
+
+        return write
+
+    def _dump_header(self) -> dict[str, Any]:
+        return {
+            "format": STORAGE_FORMAT,
+            "version": CHECKPOINT_VERSION,
+            "storage": type(self).__name__,
+            "family": self._dump_family or type(self).__name__,
+            "max_size": self.max_size,
+            "ndim": self.ndim,
+            "rows_written": self._rows_written,
+        }
+
+    def loads(self, path: str | Path, *, verify: bool = True) -> None:
+        """Reads what ``dumps`` wrote into ``path``; nothing changes if it fails.
+
+        Args:
+            path: the directory ``dumps`` wrote.
+            verify: compare the files' checksums (sizes, shapes and kinds are always checked).
+
+        Raises:
+            CheckpointError: a file is missing, truncated, damaged, holds anything but
+                data, or the dump does not fit this storage (another kind of storage,
+                another ``max_size``, ``ndim``, entries, shapes or dtypes).
+
+        Examples:
+            >>> import tempfile
+            >>> folder = tempfile.mkdtemp()
+            >>> ListStorage(4).dumps(folder)
+            >>> ListStorage(8).loads(folder)  # doctest: +ELLIPSIS
+            Traceback (most recent call last):
+            ...
+            cadence.data.replay_buffers.checkpoint.CheckpointError: .../storage.json: ... max_size=4, ... max_size=8 ...
+        """
+        self._apply_dump(self._read_dump(Path(path), verify))
+
+    def _read_dump(self, path: Path, verify: bool) -> Any:
+        """Reads and checks the dump in ``path``; returns what ``_apply_dump`` takes. Changes nothing."""
+        file = path / "storage.json"
+        meta = read_meta(file, STORAGE_FORMAT, verify)
+        self._check_dump_fits(meta, file)
+        state = load_state(path / "storage.pt", field(meta, "state", dict, file), verify)
+        return self._check_dumped_state(state, path / "storage.pt", meta["rows_written"])
+
+    def _check_dump_fits(self, meta: dict[str, Any], file: Path) -> None:
+        """Raises ``CheckpointError`` unless the dump's kind, ``max_size`` and ``ndim`` are this storage's."""
+        family = field(meta, "family", str, file)
+        written_by = field(meta, "storage", str, file)
+        if family != (self._dump_family or type(self).__name__):
+            raise CheckpointError(
+                f"{file}: written by a {written_by}, which this {type(self).__name__} cannot load "
+                f"(build the buffer with the kind of storage that wrote the checkpoint)."
+            )
+        max_size = field(meta, "max_size", int, file)
+        if max_size != self.max_size:
+            raise CheckpointError(
+                f"{file}: written by a storage of max_size={max_size}, this {type(self).__name__} has "
+                f"max_size={self.max_size} (a checkpoint loads into a storage of its own capacity)."
+            )
+        ndim = field(meta, "ndim", int, file)
+        if ndim != self.ndim:
+            raise CheckpointError(f"{file}: written by a storage of ndim={ndim}, this one has ndim={self.ndim}.")
+        if field(meta, "rows_written", int, file) < 0:
+            raise CheckpointError(f"{file}: field 'rows_written' is negative.")
+
+    def _check_dumped_state(self, state: Any, file: Path, rows_written: int) -> Any:
+        """``state`` if it is a state dict of ``rows_written`` rows (subclasses check more)."""
+        if not isinstance(state, dict):
+            raise CheckpointError(f"{file}: holds a {type(state).__name__}, not a storage state dict.")
+        if state.get("rows_written") != rows_written:
+            raise CheckpointError(
+                f"{file}: holds a state of rows_written={state.get('rows_written')!r}, its metadata says "
+                f"{rows_written}."
+            )
+        return state
+
+    def _apply_dump(self, state: Any) -> None:
+        """Loads a state ``_read_dump`` checked; if this storage still refuses it, its
+        previous state is restored and ``CheckpointError`` raised."""
+        previous = copy.deepcopy(self.state_dict())
+        try:
+            self.load_state_dict(state)
+        except Exception as error:  # a custom storage's own checks: the dump does not fit it
+            self.load_state_dict(previous)
+            raise CheckpointError(f"the dumped state does not fit this {type(self).__name__}: {error}") from error
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(max_size={self.max_size}, ndim={self.ndim}, len={len(self)})"
@@ -138,6 +269,12 @@ class Storage:
 
 class ListStorage(Storage):
     """A list of arbitrary items (tensors, tensordicts, any Python object).
+
+    ``dumps`` writes items made of tensors, ``TensorDict`` objects, numpy arrays and
+    scalars, numbers, strings, bytes, ``None``, and lists, tuples, sets and dicts of
+    them, read back with ``torch.load(weights_only=True)``. Any other object (a
+    dataclass, a function, an instance of your own class) would need code to be rebuilt:
+    ``dumps`` refuses it with a ``TypeError`` that names the item, and writes nothing.
 
     Args:
         max_size: the number of items it holds.
@@ -191,6 +328,22 @@ class ListStorage(Storage):
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         super().load_state_dict(state_dict)
         self._items = list(state_dict["items"])
+
+    _dump_family = "list"
+
+    def _check_dumped_state(self, state: Any, file: Path, rows_written: int) -> Any:
+        state = super()._check_dumped_state(state, file, rows_written)
+        items, rows = state.get("items"), state.get("rows_written")
+        if not isinstance(items, list) or not isinstance(rows, int) or len(items) != rows or rows > self.max_size:
+            raise CheckpointError(
+                f"{file}: expected 'items', a list of 'rows_written' items (at most {self.max_size}); got "
+                f"{type(items).__name__} of {len(items) if isinstance(items, list) else '?'} items, "
+                f"rows_written={rows!r}."
+            )
+        return state
+
+    def _apply_dump(self, state: Any) -> None:
+        self.load_state_dict(state)  # checked whole by _check_dumped_state: it cannot fail halfway
 
 
 def _leaf_signature(data: TensorDictBase | torch.Tensor, ndim: int) -> dict[NestedKey, tuple[torch.Size, torch.dtype]]:
@@ -383,32 +536,20 @@ class TensorStorage(Storage):
             self.set(torch.arange(rows), data)
         super().load_state_dict(state_dict)
 
-    def dumps(self, path: str | Path) -> None:
-        """Writes the fill level, and the written rows as memory-mapped files, into ``path``."""
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        torch.save({"rows_written": self._rows_written, "tensor": isinstance(self._storage, torch.Tensor)},
-                   path / "storage.pt")
-        if self._storage is None:
-            return
-        filled = self._storage[: self._filled_rows()]
-        if isinstance(filled, torch.Tensor):
-            MemoryMappedTensor.from_tensor(filled, filename=path / "data.memmap", copy_existing=True)
-            torch.save({"shape": filled.shape, "dtype": filled.dtype}, path / "data_meta.pt")
-        else:
-            filled.memmap(prefix=path / "data", copy_existing=True)
+    # ------------------------------------------------------------------ checkpoints
+    # The written rows go to raw files, one per entry (``data/<n>.bin``), described in
+    # ``storage.json``: the three tensor storages share this format, so a
+    # ``LazyMemmapStorage`` checkpoint loads into a ``LazyTensorStorage`` and back.
+    _dump_family = "tensor"
 
-    def loads(self, path: str | Path) -> None:
-        """Reads what ``dumps`` wrote into ``path`` (copying it into this storage)."""
-        path = Path(path)
-        meta = torch.load(path / "storage.pt", weights_only=False)
-        data: Any = None
-        if meta["tensor"] and (path / "data.memmap").exists():
-            info = torch.load(path / "data_meta.pt", weights_only=False)
-            data = MemoryMappedTensor.from_filename(path / "data.memmap", dtype=info["dtype"], shape=info["shape"])
-        elif (path / "data").exists():
-            data = TensorDict.load_memmap(path / "data")
-        self.load_state_dict({"rows_written": meta["rows_written"], "storage": data})
+    def _dump_writer(self) -> Callable[[Path], None]:
+        return tensor_dump_writer(self, self._dump_header())
+
+    def _read_dump(self, path: Path, verify: bool) -> Any:
+        return read_tensor_dump(self, path, verify, can_allocate=type(self)._allocate is not TensorStorage._allocate)
+
+    def _apply_dump(self, state: Any) -> None:
+        self.load_state_dict(state)  # every way it could fail was checked by _read_dump
 
 
 class LazyTensorStorage(TensorStorage):

@@ -249,14 +249,19 @@ _KILLED_WRITER = textwrap.dedent(
     buffer.extend(TensorDict({"x": torch.arange(10.0)}, [10]))
     buffer.dumps(path)  # the first checkpoint: complete
     buffer.extend(TensorDict({"x": torch.arange(100.0, 150.0)}, [50]))
-    storage_dumps = buffer.storage.dumps
+    storage_writer = buffer.storage._dump_writer
 
-    def slow_dumps(directory):
-        storage_dumps(directory)  # half the checkpoint is on disk...
-        (path / "WRITING").write_text("now")
-        time.sleep(60)  # ...and the process is killed here
+    def slow_writer():
+        write = storage_writer()
 
-    buffer.storage.dumps = slow_dumps
+        def slow_write(directory):
+            write(directory)  # half the checkpoint is on disk...
+            (path / "WRITING").write_text("now")
+            time.sleep(60)  # ...and the process is killed here
+
+        return slow_write
+
+    buffer.storage._dump_writer = slow_writer
     buffer.dumps(path)
     """
 )
