@@ -43,6 +43,7 @@ from cadence.modules.tensor_view import compile_policy
 from cadence.collectors._runners import EnvRunner, GymRunner, TrajectoryIds, gym_runner_applies
 from cadence.collectors.utils import split_trajectories
 from cadence.envs.common import EnvBase
+from cadence.envs.seeding import validate_seed
 from cadence.envs.utils import ExplorationType, set_exploration_type
 
 __all__ = ["Collector", "DataCollectorBase", "SyncDataCollector"]
@@ -382,6 +383,10 @@ class SyncDataCollector(DataCollectorBase):
     def set_seed(self, seed: int, static_seed: bool = False) -> int | None:
         """Seeds the env; the next batch starts from a fresh reset. Returns the next seed.
 
+        Raises:
+            TypeError, ValueError: a seed that is not None or an int with
+                ``0 <= seed < 2**63``; the collector then goes on as before.
+
         Examples:
             >>> from cadence.collectors import SyncDataCollector
             >>> from cadence.envs import GymEnv
@@ -392,6 +397,7 @@ class SyncDataCollector(DataCollectorBase):
             >>> (a.next()["next", "observation"] == b.next()["next", "observation"]).all().item()
             True
         """
+        seed = validate_seed(seed, f"{type(self).__name__}.set_seed")  # before the env or the runner changes
         out = self.env.set_seed(seed, static_seed=static_seed)
         self._runner.load_state(None)
         return out

@@ -29,6 +29,7 @@ import torch
 from tensordict import TensorDictBase
 
 from cadence.envs.common import EnvBase, EnvMetaData
+from cadence.envs.seeding import validate_seed
 
 __all__ = ["BatchedEnvBase", "EnvCreator", "SerialEnv"]
 
@@ -249,6 +250,7 @@ class BatchedEnvBase(EnvBase):
             >>> env.set_seed(0) == SerialEnv(2, lambda: GymEnv("CartPole-v1")).set_seed(0)
             True
         """
+        seed = validate_seed(seed, f"{type(self).__name__}.set_seed")  # before any worker is seeded
         if seed is not None:
             self.rng.manual_seed(seed)
         self.start()

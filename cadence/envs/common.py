@@ -37,28 +37,18 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import numpy as np
 import torch
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
 from cadence.data import Composite, TensorSpec, Unbounded
 from cadence.envs.env_specs import EnvSpecs, as_tuple_key, unwrap_key
-from cadence.envs.utils import step_mdp
+from cadence.envs.seeding import SEED_RANGE, next_seed, validate_seed
+from cadence.envs.utils import check_in_spec, step_mdp
 
 NestedKey = str | tuple[str, ...]
 Policy = Callable[[TensorDictBase], TensorDictBase | None]
 
-__all__ = ["EnvBase", "EnvMetaData", "next_seed"]
-
-
-def next_seed(seed: int) -> int:
-    """Derives the seed that follows ``seed``: deterministic, spread over 32 bits.
-
-    Examples:
-        >>> next_seed(0) == next_seed(0), next_seed(0) != next_seed(1)
-        (True, True)
-    """
-    return int(np.random.SeedSequence(seed).generate_state(1, dtype=np.uint32)[0])
+__all__ = ["EnvBase", "EnvMetaData", "SEED_RANGE", "next_seed", "validate_seed"]
 
 
 def _expand_mask(mask: torch.Tensor, shape: torch.Size) -> torch.Tensor:
@@ -168,8 +158,15 @@ class EnvBase(EnvSpecs, torch.nn.Module):
     Args:
         device: where the env's inputs and outputs live.
         batch_size: the number of envs batched together (a shape).
-        run_type_checks: also check that step inputs and outputs lie in their specs
-            (value ranges; shapes and dtypes of actions are always checked).
+        run_type_checks: check the values of every step's inputs (actions, and the
+            state entries the env reads) and of every reset's and step's outputs
+            against their specs: NaN, out-of-bounds, masked-out, wrong dtype or shape
+            raise a ``SpecMismatchError`` (a ``ValueError``) naming the key, the spec
+            and the value. Off by default, so that ``step`` and ``rollout`` stay on
+            their hot path (which checks only the shape and dtype of the actions, and
+            which the backends' rollout shortcuts skip entirely); ``check_env_specs``
+            turns it on for its rollout. With it on, ``rollout`` takes the generic,
+            step-by-step path.
         allow_done_after_reset: do not raise if an env is done right after a reset.
         auto_reset: the env resets itself when done, inside ``_step``.
         auto_reset_replace: with ``auto_reset``, write NaN (floats) or zero in the
@@ -259,11 +256,16 @@ class EnvBase(EnvSpecs, torch.nn.Module):
         can be seeded one after the other without overlap, reproducibly.
 
         Args:
-            seed: the seed; ``None`` leaves the env's generator as it is.
+            seed: the seed, an int with ``0 <= seed < 2**63`` (``SEED_RANGE``); ``None``
+                leaves the env's generator as it is.
             static_seed: return ``seed`` itself rather than the next one.
 
         Returns:
             The seed for the next env.
+
+        Raises:
+            TypeError, ValueError: a seed that is not such an int; nothing is seeded
+                then, and the env goes on as before.
 
         Examples:
             >>> from cadence.envs.custom import PendulumEnv
@@ -271,6 +273,7 @@ class EnvBase(EnvSpecs, torch.nn.Module):
             >>> env.set_seed(0) == PendulumEnv().set_seed(0)
             True
         """
+        seed = validate_seed(seed, f"{type(self).__name__}.set_seed")
         if seed is not None:
             self.rng.manual_seed(seed)
         self._set_seed(seed)
@@ -314,8 +317,19 @@ class EnvBase(EnvSpecs, torch.nn.Module):
                 )
             if value.dtype != dtype:
                 raise TypeError(f"Action {key!r}: expected dtype {dtype} (spec {spec}), got {value.dtype}.")
-            if self.run_type_checks and not spec.is_in(value):
-                raise ValueError(f"Action {key!r}: the value lies outside its spec {spec}: {value}.")
+        if self.run_type_checks:
+            self._check_inputs(tensordict)
+
+    def _check_inputs(self, tensordict: TensorDictBase) -> None:
+        """``run_type_checks``: every action and state entry present in the input lies in
+        its spec (a NaN action in a ``Bounded`` spec, say, is caught here, by key)."""
+        inputs = self.input_spec
+        for part in ("full_action_spec", "full_state_spec"):
+            specs = inputs[part]
+            for key in specs.keys(True, True):
+                value = tensordict.get(key, None)
+                if value is not None:
+                    check_in_spec(specs[key], value, f"step() input {key!r}")
 
     def _complete_done(self, data: TensorDictBase) -> None:
         """Fills the done signals the env did not write: done = terminated | truncated,
@@ -342,11 +356,21 @@ class EnvBase(EnvSpecs, torch.nn.Module):
     def step(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Takes one step with the action(s) in ``tensordict``.
 
+        The actions' presence, shapes and dtypes are always checked; their values (NaN,
+        bounds, masks), the state entries read and the outputs only with
+        ``run_type_checks`` (off by default: this is the hot path).
+
         Args:
             tensordict: the input, holding the action(s) (and state for stateless envs).
 
         Returns:
             ``tensordict``, with the step's results written under ``"next"``.
+
+        Raises:
+            KeyError, ValueError, TypeError: a missing action, or one of the wrong shape
+                or dtype, naming the key and the spec.
+            SpecMismatchError: with ``run_type_checks``, an input or output outside its
+                spec, naming the key, the spec and the value.
 
         Examples:
             >>> from cadence.envs.custom import PendulumEnv
@@ -364,7 +388,7 @@ class EnvBase(EnvSpecs, torch.nn.Module):
                     f"{type(self).__name__}._step() wrote no reward at {key!r} (spec {self.full_reward_spec[key]})."
                 )
         if self.run_type_checks:
-            self._check_values(next_td, "_step()")
+            self._check_values(next_td, f"{type(self).__name__}._step()")
         if self.auto_reset:
             self._stash_auto_reset(next_td)
         preset = tensordict.get("next", None)
@@ -374,11 +398,12 @@ class EnvBase(EnvSpecs, torch.nn.Module):
         return tensordict
 
     def _check_values(self, data: TensorDictBase, where: str) -> None:
+        """``run_type_checks``: every output entry present lies in its spec."""
         spec = self._step_spec()["next"]
         for key in spec.keys(True, True):
             value = data.get(key, None)
-            if value is not None and not spec[key].is_in(value):
-                raise ValueError(f"{where} wrote {key!r} outside its spec {spec[key]}: {value}.")
+            if value is not None:
+                check_in_spec(spec[key], value, f"{where} output {key!r}")
 
     def _stash_auto_reset(self, next_td: TensorDictBase) -> None:
         """Keeps the first observations of the new episodes and, if asked, masks them
@@ -439,6 +464,8 @@ class EnvBase(EnvSpecs, torch.nn.Module):
             self._drop_reset_keys(tensordict)
             return tensordict.copy()
         out = self._reset(tensordict, **kwargs)
+        if self.run_type_checks:
+            self._check_values(out, f"{type(self).__name__}._reset()")
         for key in self.done_keys:
             if out.get(key, None) is None:
                 spec = self.full_done_spec[key]

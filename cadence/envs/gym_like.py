@@ -20,6 +20,7 @@ from tensordict import TensorDict, TensorDictBase
 
 from cadence.data import Composite, NonTensor, TensorSpec, Unbounded
 from cadence.envs.common import EnvBase
+from cadence.envs.utils import SpecMismatchError
 
 __all__ = ["GymLikeEnv", "default_info_dict_reader"]
 
@@ -114,7 +115,32 @@ class GymLikeEnv(EnvBase):
         dtype, shape = self._entry_layout(key)
         if dtype is None:  # a NonTensor spec: text, graphs... kept as they come
             return value
-        return torch.as_tensor(np.asarray(value), dtype=dtype, device=self.device).reshape(shape)
+        array = np.asarray(value)
+        if self.run_type_checks:
+            self._check_entry(array, key, dtype, shape)
+        try:
+            return torch.as_tensor(array, dtype=dtype, device=self.device).reshape(shape)
+        except (RuntimeError, TypeError, ValueError) as err:  # free unless it fails
+            raise self._entry_mismatch(array, key, dtype, shape) from err
+
+    def _entry_mismatch(
+        self, array: np.ndarray, key: tuple[str, ...], dtype: torch.dtype, shape: torch.Size
+    ) -> SpecMismatchError:
+        name = key[0] if len(key) == 1 else key
+        return SpecMismatchError(
+            f"{type(self).__name__}: the simulator gave an observation of shape {array.shape} and dtype "
+            f"{array.dtype} at key {name!r}, but its spec (from the declared observation space) has shape "
+            f"{tuple(shape)} and dtype {dtype}: the backend does not keep to its declared space."
+        )
+
+    def _check_entry(self, array: np.ndarray, key: tuple[str, ...], dtype: torch.dtype, shape: torch.Size) -> None:
+        """``run_type_checks``: the observation has the spec's number of elements (the
+        generic path reshapes, as a scalar for a ``(1,)`` spec needs) and a dtype that
+        casts to the spec's within its kind (float64 to float32, not float to uint8)."""
+        target = torch.empty(0, dtype=dtype).numpy().dtype
+        fits = array.size == shape.numel() and (array.dtype == target or np.can_cast(array.dtype, target, "same_kind"))
+        if not fits:
+            raise self._entry_mismatch(array, key, dtype, shape)
 
     def _entry_layout(self, key: tuple[str, ...]) -> tuple[torch.dtype | None, torch.Size]:
         """The dtype (``None`` for non-tensor data) and shape of an observation entry,

@@ -16,7 +16,7 @@ Examples:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 from tensordict import TensorDictBase
@@ -33,6 +33,7 @@ __all__ = [
     "ExplorationType",
     "RandomPolicy",
     "SpecCheckError",
+    "SpecMismatchError",
     "check_env_specs",
     "exploration_type",
     "make_composite_from_td",
@@ -235,10 +236,83 @@ class SpecCheckError(AssertionError):
     """
 
 
+class SpecMismatchError(ValueError):
+    """Raised when data does not fit its spec: a value outside its spec under
+    ``run_type_checks`` (a NaN action, say), or a backend whose observations do not
+    have the shape of its declared space. The message names the key, the spec and
+    what came. ``check_env_specs`` reports it as a ``SpecCheckError``.
+
+    Examples:
+        >>> issubclass(SpecMismatchError, ValueError)
+        True
+    """
+
+
+def check_in_spec(spec: TensorSpec, value: Any, what: str) -> None:
+    """Raises ``SpecMismatchError`` naming ``what`` (the key), the spec, why and the
+    value, if ``value`` is not in ``spec``: another dtype or shape, or a value outside
+    the domain (NaN in a ``Bounded`` spec, a masked-out category...). This is the check
+    that ``run_type_checks`` runs on every input and output of an env.
+
+    Args:
+        spec: the spec of the entry.
+        value: what came.
+        what: the entry, for the message (``"step() input 'action'"``).
+
+    Examples:
+        >>> import torch
+        >>> from cadence.data import Bounded
+        >>> check_in_spec(Bounded(-1.0, 1.0, shape=(1,)), torch.zeros(1), "'action'")
+        >>> check_in_spec(Bounded(-1.0, 1.0, shape=(1,)), torch.full((1,), float("nan")), "'action'")
+        Traceback (most recent call last):
+        ...
+        cadence.envs.utils.SpecMismatchError: 'action' lies outside its spec Bounded(...): ... NaN in 1 of 1 element(s) ...
+    """
+    if spec.is_in(value):
+        return
+    if isinstance(value, torch.Tensor) and value.dtype != spec.dtype:
+        raise SpecMismatchError(
+            f"{what}: its spec {spec!r} has dtype {spec.dtype}, but the value has dtype {value.dtype}: {value}"
+        )
+    if (
+        isinstance(value, torch.Tensor)
+        and not spec.is_dynamic
+        and (value.ndim < spec.ndim or value.shape[value.ndim - spec.ndim :] != spec.shape)
+    ):
+        raise SpecMismatchError(
+            f"{what}: its spec {spec!r} has shape {tuple(spec.shape)}, but the value has shape "
+            f"{tuple(value.shape)}: {value}"
+        )
+    try:
+        spec.assert_is_in(value)
+        reason = "it is not in the spec"
+    except ValueError as err:
+        reason = str(err)
+    raise SpecMismatchError(f"{what} lies outside its spec {spec!r}: {reason}. The value: {value}")
+
+
 def _shapes_agree(spec_shape: torch.Size, shape: torch.Size) -> bool:
     if len(spec_shape) != len(shape):
         return False
     return all(expected in (-1, got) for expected, got in zip(spec_shape, shape))
+
+
+def _auto_reset_replaced_keys(env: EnvBase) -> set[tuple[str, ...]]:
+    """The ``"next"`` observation keys that an auto-resetting env fills with NaN (or
+    zero) at done steps, on purpose (``auto_reset_replace``)."""
+    if not (env.auto_reset and env.auto_reset_replace):
+        return set()
+    return {("next", *((key,) if isinstance(key, str) else key)) for key in env.full_observation_spec.keys(True, True)}
+
+
+def _unmask_auto_reset(env: EnvBase, spec: TensorSpec, value: torch.Tensor, step: TensorDictBase) -> torch.Tensor:
+    """``value`` with its auto-reset placeholders (done steps) replaced by a value of
+    the spec, so that only the real observations are checked against it."""
+    done = step.get(("next", *((env.done_key,) if isinstance(env.done_key, str) else env.done_key)))
+    if done.numel() != step.batch_size.numel():  # a done entry below the root: nothing to align with
+        return value
+    done = done.reshape(*step.batch_size, *([1] * (value.ndim - step.batch_dims))).expand_as(value)
+    return torch.where(done, spec.project(torch.zeros_like(value)), value)
 
 
 def check_env_specs(
@@ -248,12 +322,20 @@ def check_env_specs(
     seed: int | None = None,
     tensordict: TensorDictBase | None = None,
     break_when_any_done: bool | str = False,
+    run_type_checks: bool = True,
 ) -> None:
     """Checks the specs of an env against the data of a short rollout.
 
     A three-step rollout is compared, key by key, with ``env.fake_tensordict()``:
     the same keys, the same shapes (``-1`` spec dims match any size) and, with
     ``check_dtype``, the same dtypes. Values must also lie in their specs.
+
+    The rollout runs with the env's ``run_type_checks`` on (it is off on the hot path
+    of ``step``/``rollout``): every input the env reads and every output it writes is
+    checked against its spec as it happens, so that a bad value is reported at the
+    step and key where it came, and the generic step-by-step loop is used rather than
+    a backend's rollout shortcut. A last rollout, with the env's own setting, checks
+    that a contiguous rollout (the shortcut, where there is one) works too.
 
     Args:
         env: the env to check.
@@ -263,9 +345,14 @@ def check_env_specs(
         seed: if given, the env is seeded first.
         tensordict: an optional input for the rollout's reset.
         break_when_any_done: passed to ``rollout``.
+        run_type_checks: turn the env's ``run_type_checks`` on during the checked
+            rollout (restored afterwards).
 
     Raises:
-        SpecCheckError: naming the key, what the specs say and what came.
+        SpecCheckError: naming the key, what the specs say and what came; this
+            includes the env's own checks (``run_type_checks``: a NaN action or
+            observation, say) and a backend whose data does not fit its declared
+            spaces (both ``SpecMismatchError`` on the hot path), with their message.
 
     Examples:
         >>> from cadence.envs.custom import PendulumEnv
@@ -274,16 +361,24 @@ def check_env_specs(
     if seed is not None:
         env.set_seed(seed)
     fake = env.fake_tensordict()
-    # Steps are kept apart (a lazy stack) so that a step whose shapes differ from
-    # the first one's is reported by key rather than failing to stack.
-    rollout = env.rollout(
-        3,
-        return_contiguous=False,
-        tensordict=tensordict,
-        break_when_any_done=bool(break_when_any_done),
-        auto_reset=True,
-    )
+    checks_before = env.run_type_checks
+    env.run_type_checks = checks_before or run_type_checks
+    try:
+        # Steps are kept apart (a lazy stack) so that a step whose shapes differ from
+        # the first one's is reported by key rather than failing to stack.
+        rollout = env.rollout(
+            3,
+            return_contiguous=False,
+            tensordict=tensordict,
+            break_when_any_done=bool(break_when_any_done),
+            auto_reset=True,
+        )
+    except SpecMismatchError as err:
+        raise SpecCheckError(str(err)) from err
+    finally:
+        env.run_type_checks = checks_before
     specs = env._step_spec()
+    replaced = _auto_reset_replaced_keys(env)
     for t in range(rollout.batch_size[-1]):
         step = rollout[..., t]
         real_keys = set(step.keys(include_nested=True, leaves_only=True))
@@ -306,8 +401,17 @@ def check_env_specs(
                 raise SpecCheckError(
                     f"Key {key!r}: the spec has dtype {spec.dtype} but the env produced dtype {got.dtype} at step {t}."
                 )
+            if key in replaced:
+                got = _unmask_auto_reset(env, spec, got, step)
             if not spec.is_in(got):
-                raise SpecCheckError(f"Key {key!r}: the env produced values outside its spec {spec!r} at step {t}.")
+                try:
+                    spec.assert_is_in(got)
+                    reason = ""
+                except ValueError as err:
+                    reason = f": {err}"
+                raise SpecCheckError(
+                    f"Key {key!r}: the env produced values outside its spec {spec!r} at step {t}{reason}."
+                )
     if return_contiguous and not env._has_dynamic_specs():
         env.rollout(3, break_when_any_done=bool(break_when_any_done), tensordict=tensordict)
 

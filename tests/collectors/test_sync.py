@@ -316,3 +316,16 @@ def test_tensordict_policy_on_the_fast_path(max_frames: int | None) -> None:
         reference = pendulum_batch(2)
         reference.set_seed(5)
         assert_same(runs[0], reference.rollout(45, memory_policy, break_when_any_done=False))
+
+
+def test_set_seed_rejects_bad_seeds_and_the_collector_goes_on_as_before():
+    make = lambda: SyncDataCollector(GymEnv("Pendulum-v1"), frames_per_batch=4)  # noqa: E731
+    collector, reference = make(), make()
+    collector.set_seed(3)
+    reference.set_seed(3)
+    for bad in (-1, 2**64, 2.0, "3"):
+        with pytest.raises((TypeError, ValueError), match=r"SyncDataCollector.set_seed: the seed must be .*0 <= seed < 2\*\*63"):
+            collector.set_seed(bad)
+    assert torch.equal(collector.next()["next", "observation"], reference.next()["next", "observation"])
+    collector.shutdown()
+    reference.shutdown()

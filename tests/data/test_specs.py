@@ -894,3 +894,141 @@ def test_cuda_device() -> None:
     assert td.device.type == "cuda" and spec.is_in(td)
     assert Bounded(0, 1, shape=(2,), device="cuda").rand().device.type == "cuda"
     assert Bounded(0, 1, shape=(2,), device="cuda").to("cpu").low.device.type == "cpu"
+
+
+# ---------------------------------------------------------------- bad values (issue #14)
+@pytest.mark.parametrize(
+    ("low", "high", "name", "index"),
+    [
+        (float("nan"), 1.0, "low", r"\(\)"),
+        (torch.zeros(3), torch.tensor([1.0, float("nan"), 1.0]), "high", r"\(1,\)"),
+        (np.array([0.0, np.nan]), np.ones(2), "low", r"\(1,\)"),
+    ],
+)
+def test_bounded_rejects_nan_bounds_naming_the_argument(low, high, name, index):
+    with pytest.raises(ValueError, match=rf"Bounded: {name} holds NaN \(first at index {index}\).*-inf/inf"):
+        Bounded(low, high, shape=None if isinstance(low, (torch.Tensor, np.ndarray)) else (2,))
+
+
+def test_bounded_rejects_nan_even_with_an_integer_dtype():
+    # cast first, NaN would become a large negative integer and pass as a bound
+    with pytest.raises(ValueError, match="high holds NaN"):
+        Bounded(0, float("nan"), shape=(1,), dtype=torch.int64)
+
+
+def test_bounded_rejects_low_above_high_naming_the_element():
+    with pytest.raises(ValueError, match=r"at index \(1, 0\) low=3.0 > high=1.0"):
+        Bounded(torch.tensor([[0.0, 0.0], [3.0, 0.0]]), torch.ones(2, 2))
+    Bounded(1.0, 1.0, shape=(2,))  # low == high is a valid (constant) domain
+
+
+@pytest.mark.parametrize(
+    ("make", "error", "message"),
+    [
+        (lambda: OneHot(0), ValueError, r"OneHot: expected n >= 1.*got 0"),
+        (lambda: OneHot(-2), ValueError, r"OneHot: expected n >= 1.*got -2"),
+        (lambda: OneHot(2.5), ValueError, r"OneHot: n must be an int >= 1, got 2.5"),
+        (lambda: OneHot(True), TypeError, r"OneHot: n must be an int >= 1, got bool"),
+        (lambda: Categorical(0), ValueError, r"Categorical: expected n >= 1"),
+        (lambda: Categorical("3"), TypeError, r"Categorical: n must be an int >= 1, got str"),
+        (lambda: Binary(0), ValueError, r"Binary: expected n >= 1"),
+        (lambda: Binary(-1), ValueError, r"Binary: expected n >= 1"),
+        (lambda: MultiCategorical([]), ValueError, r"MultiCategorical: nvec must hold at least one"),
+        (lambda: MultiCategorical([2, 0]), ValueError, r"MultiCategorical: expected every nvec entry >= 1.*\[2, 0\]"),
+        (lambda: MultiCategorical([2.5]), ValueError, r"MultiCategorical: nvec must hold ints >= 1"),
+        (lambda: MultiOneHot([]), ValueError, r"MultiOneHot: nvec must hold at least one"),
+        (lambda: MultiOneHot([3, -1]), ValueError, r"MultiOneHot: expected every nvec entry >= 1"),
+    ],
+)
+def test_empty_or_negative_category_counts_are_rejected(make, error, message):
+    with pytest.raises(error, match=message):
+        make()
+
+
+@pytest.mark.parametrize(
+    ("make", "name"),
+    [
+        (lambda dtype: Unbounded(shape=(2,), dtype=dtype), "Unbounded"),
+        (lambda dtype: Bounded(0.0, 1.0, shape=(2,), dtype=dtype), "Bounded"),
+        (lambda dtype: Categorical(3, dtype=dtype), "Categorical"),
+        (lambda dtype: Binary(2, dtype=dtype), "Binary"),
+        (lambda dtype: OneHot(3, dtype=dtype), "OneHot"),
+        (lambda dtype: MultiCategorical([2, 3], dtype=dtype), "MultiCategorical"),
+        (lambda dtype: MultiOneHot([2, 3], dtype=dtype), "MultiOneHot"),
+        (lambda dtype: NonTensor(dtype=dtype), "NonTensor"),
+    ],
+)
+def test_a_string_dtype_is_rejected_naming_the_argument(make, name):
+    with pytest.raises(TypeError, match=rf"{name}: the dtype argument must be a torch.dtype.*'float32' \(pass torch.float32\)"):
+        make("float32")
+    with pytest.raises(TypeError, match=rf"{name}: the dtype argument must be a torch.dtype.*got .*dtype\('float32'\)"):
+        make(np.dtype("float32"))
+
+
+def test_nan_is_outside_a_bounded_spec_whatever_its_bounds():
+    for spec in (Bounded(-1.0, 1.0, shape=(3,)), Bounded(-float("inf"), float("inf"), shape=(3,))):
+        value = torch.tensor([0.0, float("nan"), 0.5])
+        assert spec.is_in(torch.zeros(3))
+        assert not spec.is_in(value)
+        with pytest.raises(ValueError, match=r"got NaN in 1 of 3 element\(s\) \(first at index \(1,\)\)"):
+            spec.assert_is_in(value)
+
+
+def test_unbounded_float_specs_accept_nan_and_inf_by_design():
+    spec = Unbounded(shape=(2,))
+    assert spec.is_in(torch.tensor([float("nan"), float("inf")]))
+    assert not spec.is_in(torch.zeros(3))  # the shape is still checked
+    assert not spec.is_in(torch.zeros(2, dtype=torch.float64))  # and the dtype
+
+
+def test_rand_with_an_all_false_mask_says_the_mask_allows_nothing():
+    spec = Categorical(3, mask=torch.zeros(3, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"Categorical\(n=3, \.\.\.\)\.rand: the mask allows no category"):
+        spec.rand()
+    spec = OneHot(3)
+    spec.update_mask(torch.zeros(3, dtype=torch.bool))  # accepted: an env may emit it at the end of a game
+    with pytest.raises(ValueError, match="the mask allows no category"):
+        spec.rand()
+    spec.update_mask(None)
+    assert spec.is_in(spec.rand())
+
+
+def test_rand_with_a_batched_mask_names_the_entries_without_an_allowed_category():
+    mask = torch.tensor([[True, False, False], [False, False, False], [False, True, True], [False, False, False]])
+    categorical = Categorical(3, shape=(4,), mask=mask)
+    with pytest.raises(ValueError, match=r"at batch entries \(1,\), \(3,\) \(of shape \(4,\)\)"):
+        categorical.rand()
+    one_hot = OneHot(3, shape=(4, 3), mask=mask)
+    with pytest.raises(ValueError, match=r"at batch entries \(1,\), \(3,\)"):
+        one_hot.rand((5,))
+    mask[1, 0] = mask[3, 2] = True
+    categorical.update_mask(mask)
+    drawn = categorical.rand((50,))
+    assert categorical.is_in(drawn) and set(drawn[:, 0].tolist()) == {0} and set(drawn[:, 3].tolist()) == {2}
+
+
+def test_multicategorical_mask_draws_only_allowed_values():
+    spec = MultiCategorical([2, 3])
+    spec.update_mask(torch.tensor([False, True, True, False, True]))  # element 0: {1}; element 1: {0, 2}
+    drawn = spec.rand((200,))
+    assert set(drawn[:, 0].tolist()) == {1} and set(drawn[:, 1].tolist()) == {0, 2}
+    assert spec.is_in(torch.tensor([1, 2])) and not spec.is_in(torch.tensor([1, 1]))
+    assert "masked=True" in repr(spec)
+    with pytest.raises(ValueError, match=r"expected a mask of shape \(5,\)"):
+        spec.update_mask(torch.ones(4, dtype=torch.bool))
+    batched = MultiCategorical([2, 3], shape=(2, 2))
+    batched.update_mask(torch.tensor([[1, 0, 1, 1, 1], [0, 0, 1, 1, 1]], dtype=torch.bool))
+    assert batched[0].rand()[0].item() == 0 and batched[0].mask.shape == torch.Size([2, 3])
+    with pytest.raises(ValueError, match=r"MultiCategorical.*\.rand: the mask allows no category at elements \(1, 0\)"):
+        batched.rand()
+
+
+def test_multionehot_mask_draws_only_allowed_values_and_names_empty_groups():
+    spec = MultiOneHot([2, 3], shape=(2, 5))
+    spec.update_mask(torch.tensor([[1, 0, 0, 1, 0], [1, 1, 0, 0, 0]], dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"MultiOneHot.*\.rand: the mask allows no category at entries .*\(1, 1\)"):
+        spec.rand()
+    spec.update_mask(torch.tensor([[1, 0, 0, 1, 0], [0, 1, 0, 0, 1]], dtype=torch.bool))
+    assert spec.rand().long().tolist() == [[1, 0, 0, 1, 0], [0, 1, 0, 0, 1]]
+    assert not spec.is_in(torch.tensor([[0, 1, 0, 1, 0], [0, 1, 0, 0, 1]], dtype=torch.bool))
+    assert spec.to_categorical_spec().rand().tolist() == [[0, 1], [1, 2]]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import pickle
+from collections.abc import Callable
 from typing import Optional
 
 import pytest
@@ -11,6 +13,7 @@ from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
 from cadence.data import Binary, Bounded, Categorical, Composite, Unbounded
 from cadence.envs import EnvBase, EnvMetaData, PendulumEnv
+from cadence.envs.utils import SpecMismatchError
 from tests.fakes import CountingEnv, MultiLevelZerosEnv
 
 
@@ -476,3 +479,145 @@ def test_append_transform_wraps_the_env_in_a_transformed_env():
     assert env.append_transform(RewardScaling(loc=1.0, scale=1.0)) is env
     assert len(env.transform) == 2
     assert base.rollout(1)["next", "reward"].item() == 1.0  # the base env is unchanged
+
+
+# ---------------------------------------------------------------- bad values (issue #14)
+BAD_SEEDS = [-1, 2**70, 2**63, 1.5, "3", True]
+
+
+def _seedable_envs() -> dict[str, Callable[[], object]]:
+    from cadence.envs import GymEnv, ParallelEnv, SerialEnv, TransformedEnv
+    from cadence.envs.transforms import RewardScaling
+
+    makers: dict[str, Callable[[], object]] = {
+        "CountingEnv": lambda: CountingEnv(max_count=100),
+        "PendulumEnv": PendulumEnv,
+        "GymEnv": lambda: GymEnv("CartPole-v1"),
+        "TransformedEnv": lambda: TransformedEnv(GymEnv("Pendulum-v1"), RewardScaling(loc=0.0, scale=2.0)),
+        "SerialEnv": lambda: SerialEnv(2, lambda: GymEnv("CartPole-v1")),
+        "ParallelEnv": lambda: ParallelEnv(2, lambda: GymEnv("CartPole-v1")),
+    }
+    if importlib.util.find_spec("dm_control") is not None:
+        from cadence.envs import DMControlEnv
+
+        makers["DMControlEnv"] = lambda: DMControlEnv("cartpole", "balance")
+    if importlib.util.find_spec("envpool") is not None:
+        from cadence.envs import MultiThreadedEnv
+
+        makers["MultiThreadedEnv"] = lambda: MultiThreadedEnv(2, "CartPole-v1")
+    return makers
+
+
+@pytest.mark.parametrize("name", list(_seedable_envs()))
+def test_set_seed_rejects_bad_seeds_before_any_state_changes(name):
+    make = _seedable_envs()[name]
+    env, reference = make(), make()
+    try:
+        env.set_seed(7)
+        reference.set_seed(7)
+        for bad in BAD_SEEDS:
+            with pytest.raises((TypeError, ValueError), match=r"set_seed: the seed must be .*0 <= seed < 2\*\*63"):
+                env.set_seed(bad)
+        # nothing was seeded: the env goes on exactly as one that never saw the bad seeds
+        got = env.rollout(6, break_when_any_done=False)
+        want = reference.rollout(6, break_when_any_done=False)
+        for key in want.keys(True, True):
+            assert torch.equal(got[key], want[key]), key
+    finally:
+        env.close()
+        reference.close()
+
+
+def test_a_bad_seed_does_not_start_a_lazy_batched_env():
+    from cadence.envs import GymEnv, ParallelEnv
+
+    env = ParallelEnv(2, lambda: GymEnv("CartPole-v1"))
+    with pytest.raises(ValueError, match=r"ParallelEnv.set_seed: .*got -1"):
+        env.set_seed(-1)
+    assert not env.is_started
+    env.close()
+
+
+def test_nan_action_passes_the_hot_path_but_not_run_type_checks():
+    env = CountingEnv()
+    data = env.reset().set("action", torch.full((1,), float("nan")))
+    env.step(data)  # off by default: step() checks only the action's shape and dtype
+    env.run_type_checks = True
+    data = env.reset().set("action", torch.full((1,), float("nan")))
+    with pytest.raises(SpecMismatchError, match=r"step\(\) input 'action' lies outside its spec Bounded.*NaN in 1 of 1"):
+        env.step(data)
+    assert issubclass(SpecMismatchError, ValueError)
+    data["action"] = torch.zeros(1)
+    env.step(data)  # the env is usable afterwards
+
+
+class _StatelessEnv(EnvBase):
+    """Reads a state entry ``"position"`` (Bounded in [0, 1]) from its input."""
+
+    batch_locked = False
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.observation_spec = Composite(position=Bounded(0.0, 1.0, shape=(1,)))
+        self.state_spec = Composite(position=Bounded(0.0, 1.0, shape=(1,)))
+        self.action_spec = Bounded(-0.1, 0.1, shape=(1,))
+
+    def _reset(self, tensordict):
+        return TensorDict({"position": torch.full((1,), 0.5)}, [])
+
+    def _step(self, tensordict):
+        position = (tensordict["position"] + tensordict["action"]).clamp(0.0, 1.0)
+        return TensorDict({"position": position, "reward": torch.zeros(1), "done": torch.zeros(1, dtype=torch.bool)}, [])
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (torch.full((1,), float("nan")), r"'position' lies outside its spec Bounded.*NaN"),
+        (torch.full((1,), 2.0), r"'position' lies outside its spec Bounded.*got values in \[2.0, 2.0\]"),
+        (torch.full((1,), 1, dtype=torch.float64), r"'position': its spec Bounded.*has dtype torch.float32, but the value has dtype torch.float64"),
+        (torch.full((3,), 0.5), r"'position': its spec Bounded.*has shape \(1,\), but the value has shape \(3,\)"),
+    ],
+)
+def test_run_type_checks_catch_any_input_the_env_reads(value, message):
+    env = _StatelessEnv(run_type_checks=True)
+    data = env.rand_action(env.reset()).set("position", value)
+    with pytest.raises(SpecMismatchError, match=message):
+        env.step(data)
+    _StatelessEnv().step(data)  # unchecked by default
+
+
+def test_run_type_checks_catch_reset_outputs_naming_the_key():
+    class BadReset(_StatelessEnv):
+        def _reset(self, tensordict):
+            return TensorDict({"position": torch.full((1,), float("nan"))}, [])
+
+    BadReset().reset()
+    with pytest.raises(SpecMismatchError, match=r"BadReset._reset\(\) output 'position' lies outside its spec"):
+        BadReset(run_type_checks=True).reset()
+
+
+def test_rand_action_with_an_all_false_action_mask_says_no_action_is_allowed():
+    from cadence.envs.transforms import ActionMask, TransformedEnv
+
+    class GameOver(EnvBase):  # after two moves, no move is allowed
+        def __init__(self):
+            super().__init__()
+            self.observation_spec = Composite(action_mask=Categorical(2, shape=(3,), dtype=torch.bool))
+            self.action_spec = Categorical(3, shape=())
+            self.moves = 0
+
+        def _out(self):
+            return TensorDict({"action_mask": torch.full((3,), self.moves < 2)}, [])
+
+        def _reset(self, tensordict):
+            self.moves = 0
+            return self._out()
+
+        def _step(self, tensordict):
+            self.moves += 1
+            return self._out().update({"reward": torch.zeros(1), "done": torch.zeros(1, dtype=torch.bool)})
+
+    env = TransformedEnv(GameOver(), ActionMask())
+    with pytest.raises(ValueError, match=r"Categorical\(n=3, \.\.\.\)\.rand: the mask allows no category, so no value \(no action\)"):
+        env.rollout(5)

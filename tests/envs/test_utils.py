@@ -166,3 +166,65 @@ def test_tensordict_module_policy_in_a_rollout():
     policy = TensorDictModule(lambda count: torch.tanh(count), in_keys=["count"], out_keys=["action"])
     data = env.rollout(3, policy)
     assert torch.allclose(data["action"], torch.tanh(data["count"]))
+
+
+# ---------------------------------------------------------------- bad values (issue #14)
+class _RecordsChecks(CountingEnv):
+    """Records the env's ``run_type_checks`` at every step."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.seen: list[bool] = []
+
+    def _step(self, tensordict):
+        self.seen.append(self.run_type_checks)
+        return super()._step(tensordict)
+
+
+def test_check_env_specs_runs_with_run_type_checks_on_and_restores_the_setting():
+    env = _RecordsChecks(max_count=100)
+    check_env_specs(env)
+    assert env.seen[:3] == [True, True, True]  # the checked rollout
+    assert env.seen[3:] == [False, False, False]  # the contiguous one, with the env's own setting
+    assert env.run_type_checks is False
+    env.seen.clear()
+    check_env_specs(env, run_type_checks=False)
+    assert env.seen == [False] * 6
+
+
+def test_check_env_specs_reports_a_nan_observation_as_a_spec_check_error():
+    class NanObservation(CountingEnv):
+        def __init__(self):
+            super().__init__(max_count=100)
+            self.observation_spec = Composite(count=Bounded(0.0, 10.0, shape=(1,)))
+
+        def _step(self, tensordict):
+            out = super()._step(tensordict)
+            out["count"] = torch.full((1,), float("nan"))
+            return out
+
+    env = NanObservation()
+    with pytest.raises(SpecCheckError, match=r"NanObservation._step\(\) output 'count' lies outside its spec Bounded.*NaN"):
+        check_env_specs(env)
+    assert env.run_type_checks is False  # restored after the failure too
+    env.rollout(3)  # the hot path does not look at values
+
+
+def test_check_env_specs_ignores_the_auto_reset_placeholders():
+    class AutoResetCounter(CountingEnv):
+        """Resets itself after two steps; its observation is Bounded, so NaN is outside."""
+
+        def __init__(self):
+            super().__init__(max_count=2)
+            self.auto_reset = True
+            self.observation_spec = Composite(count=Bounded(0.0, 2.0, shape=(1,)))
+
+        def _step(self, tensordict):
+            out = super()._step(tensordict)
+            if bool(out["done"].all()):
+                self.count = torch.zeros(1)  # the first observation of the next episode
+            return out
+
+    env = AutoResetCounter()
+    assert env.rollout(3, break_when_any_done=False)["next", "count"].isnan().any()  # the placeholders
+    check_env_specs(env)

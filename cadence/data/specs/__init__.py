@@ -17,6 +17,13 @@ Things to know:
   by child. Specs of different classes, shapes, dtypes or devices raise ``ValueError``
   (no heterogeneous stacks).
 - ``zero()`` is zero-filled even where zero lies outside the domain (e.g. ``OneHot``).
+- **NaN**: never in a ``Bounded`` spec (whatever its bounds); always in an ``Unbounded``
+  float spec, which checks only dtype and shape (the reference library's rule).
+- **Masks**: ``Categorical``, ``OneHot``, ``MultiCategorical`` and ``MultiOneHot`` take a
+  mask of allowed values (``update_mask``); ``rand`` raises ``ValueError`` naming the
+  entries where the mask allows nothing.
+- **Bad arguments** fail at construction: NaN bounds or ``low > high``, a count of
+  categories below one (``OneHot(0)``), a ``dtype`` that is not a ``torch.dtype``.
 
 Examples:
     >>> import torch
@@ -32,7 +39,8 @@ import torch
 
 from .base import DEVICE_TYPING, ShapeLike, TensorSpec, stack_specs
 from .composite import Composite, NestedKey
-from .leaves import Binary, Bounded, Categorical, MultiCategorical, MultiOneHot, NonTensor, OneHot, Unbounded
+from .discrete import Binary, Categorical, MultiCategorical, MultiOneHot, OneHot
+from .leaves import Bounded, NonTensor, Unbounded
 
 
 class UnboundedContinuous(Unbounded):

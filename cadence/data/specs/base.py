@@ -64,6 +64,33 @@ def _concrete(shape: torch.Size) -> torch.Size:
     return torch.Size(1 if s == -1 else s for s in shape)
 
 
+def _check_dtype(dtype: Any, owner: str, *, allow_none: bool = True) -> None:
+    """Reject a ``dtype`` argument that is not a ``torch.dtype`` (a string such as
+    ``"float32"``, a numpy dtype...): left alone, it fails later, far from its cause."""
+    if isinstance(dtype, torch.dtype) or (dtype is None and allow_none):
+        return
+    hint = ""
+    if isinstance(dtype, str) and isinstance(getattr(torch, dtype.removeprefix("torch."), None), torch.dtype):
+        hint = f" (pass torch.{dtype.removeprefix('torch.')})"
+    raise TypeError(
+        f"{owner}: the dtype argument must be a torch.dtype such as torch.float32, got "
+        f"{type(dtype).__name__} {dtype!r}{hint}"
+    )
+
+
+def _check_count(value: Any, owner: str, what: str) -> int:
+    """``value`` as an int >= 1 (a number of categories, a vector length), or a clear error."""
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        value = value.item()
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer, float, np.floating)):
+        raise TypeError(f"{owner}: {what} must be an int >= 1, got {type(value).__name__} {value!r}")
+    if isinstance(value, (float, np.floating)) and not float(value).is_integer():  # int() would truncate
+        raise ValueError(f"{owner}: {what} must be an int >= 1, got {value!r}")
+    if value < 1:
+        raise ValueError(f"{owner}: expected {what} >= 1 (a spec needs at least one category), got {int(value)}")
+    return int(value)
+
+
 def _to_device(device: DEVICE_TYPING | None) -> torch.device | None:
     if device is None:
         return None
@@ -192,6 +219,7 @@ class TensorSpec:
         device: DEVICE_TYPING | None = None,
         dtype: torch.dtype | None = None,
     ) -> None:
+        _check_dtype(dtype, type(self).__name__)
         self.shape = _to_size(shape)
         self.device = _to_device(device) if device is not None else torch.device("cpu")
         self.dtype = dtype

@@ -12,6 +12,14 @@ move up). The result is the generic rollout's, entry for entry (the tests compar
 A ``SerialEnv`` of such wrappers takes the same path: its sub-envs are stepped one
 after the other into the same arrays (``SimulatorGroup``).
 
+A simulator whose observations do not have the shape of its declared space is
+reported by a ``SpecMismatchError`` naming the key and both shapes, at no cost per
+step: the first reset's observation and the last step's are checked once per rollout,
+and a step whose observation cannot be written into the arrays has its failure
+translated (the loops run inside one ``try``). An observation with the right number of
+elements but another shape is reshaped by the generic path; here it is accepted where
+numpy can write it as it is (``(1, 3)`` for ``(3,)``) and reported otherwise.
+
 Examples:
     >>> from cadence.envs.libs.gym import GymEnv
     >>> env = GymEnv("CartPole-v1")
@@ -28,6 +36,8 @@ import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
+from cadence.envs.utils import SpecMismatchError
+
 if TYPE_CHECKING:  # pragma: no cover - type hints only
     from cadence.envs.common import EnvBase
     from cadence.envs.libs.gym import GymWrapper
@@ -36,6 +46,43 @@ __all__ = ["SimulatorGroup", "fast_gym_rollout"]
 
 _ENV_ROOT_KEYS = ("observation", "done", "terminated", "truncated")
 _ENV_NEXT_KEYS = ("observation", "reward", "done", "terminated", "truncated")
+
+
+def _observation_mismatch(env: EnvBase, obs: Any, where: str, exact: bool = False) -> SpecMismatchError | None:
+    """The error for an observation (one step, the whole batch) that does not fit the
+    observation spec, or ``None`` if its number of elements (its shape, if ``exact``)
+    and its dtype's kind fit."""
+    spec = env.full_observation_spec["observation"]
+    if obs is None:
+        return None
+    array = np.asarray(obs)
+    target = torch.empty(0, dtype=spec.dtype).numpy().dtype
+    fits_size = array.shape == tuple(spec.shape) or (not exact and array.size == spec.shape.numel())
+    if fits_size and (array.dtype == target or np.can_cast(array.dtype, target, "same_kind")):
+        return None
+    return SpecMismatchError(
+        f"{type(env).__name__}: the simulator's {where} gave an observation of shape {array.shape} and dtype "
+        f"{array.dtype} at key 'observation', but its spec (from the declared observation space) has shape "
+        f"{tuple(spec.shape)} and dtype {spec.dtype}: the backend does not keep to its declared space."
+    )
+
+
+def _check_observation(env: EnvBase, obs: Any, where: str) -> None:
+    """Raises if ``obs`` has the wrong number of elements (done once per rollout)."""
+    spec = env.full_observation_spec["observation"]
+    if np.size(obs) != spec.shape.numel():
+        error = _observation_mismatch(env, obs, where)
+        if error is not None:
+            raise error
+
+
+def _translate(env: EnvBase, obs: Any, where: str, err: Exception) -> None:
+    """Raises a ``SpecMismatchError`` for an observation that could not be written into
+    the rollout's arrays, or ``err`` again if the observation is not the cause."""
+    error = _observation_mismatch(env, obs, where, exact=True)
+    if error is None:
+        raise err
+    raise error from err
 
 
 class _StepArrays:
@@ -72,7 +119,7 @@ class SimulatorGroup:
         """Resets every simulator (passing the seeds given to ``set_seed``)."""
         if not self.serial:
             return self.wrappers[0]._reset_backend()[0]
-        return np.stack([np.asarray(w._reset_backend()[0]) for w in self.wrappers])
+        return self._stack([np.asarray(w._reset_backend()[0]) for w in self.wrappers], "reset()")
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any]:
         """One step of every simulator: (obs, reward, terminated, truncated), batched."""
@@ -80,7 +127,21 @@ class SimulatorGroup:
             obs, reward, terminated, truncated, _ = self.wrappers[0]._env.step(actions)
             return obs, reward, terminated, truncated
         results = [w._env.step(a) for w, a in zip(self.wrappers, actions)]
-        return tuple(np.stack([np.asarray(r[k]) for r in results]) for k in range(4))  # type: ignore[return-value]
+        obs = self._stack([np.asarray(r[0]) for r in results], "step()")
+        return (obs, *(np.stack([np.asarray(r[k]) for r in results]) for k in range(1, 4)))  # type: ignore[return-value]
+
+    def _stack(self, observations: list[np.ndarray], where: str) -> np.ndarray:
+        """The sub-envs' observations as one batch; a sub-env whose observation differs
+        in shape from the others is named (rather than np.stack's "same shape" error)."""
+        try:
+            return np.stack(observations)
+        except ValueError as err:
+            shapes = [obs.shape for obs in observations]
+            spec = self.wrappers[0].full_observation_spec["observation"]
+            raise SpecMismatchError(
+                f"SerialEnv: the sub-envs' {where} gave observations of shapes {shapes} at key 'observation', "
+                f"but each sub-env's spec has shape {tuple(spec.shape)}: a backend does not keep to its declared space."
+            ) from err
 
     def reset_done(self, done: np.ndarray, obs: Any) -> Any:
         """Resets the done simulators (or sub-envs); returns the batch's observations."""
@@ -129,9 +190,17 @@ def fast_gym_rollout(
     if group is None and not env.is_vector:  # type: ignore[attr-defined]
         return _single_rollout(env, arrays, max_steps, policy, break_when_any_done, set_truncated, actions, reset)
     group = group if group is not None else SimulatorGroup([env], serial=False)  # type: ignore[list-item]
-    arrays.root_obs[0] = group.reset_all() if reset else 0
+    if reset:
+        first = group.reset_all()
+        _check_observation(env, first, "reset()")
+        try:
+            arrays.root_obs[0] = first
+        except (ValueError, TypeError) as err:
+            _translate(env, first, "reset()", err)
+    else:
+        arrays.root_obs[0] = 0
     if policy is None:
-        steps = _run_random_batched(group, arrays, group.to_backend(actions), break_when_any_done)
+        steps = _run_random_batched(env, group, arrays, group.to_backend(actions), break_when_any_done)
         return _assemble(env, arrays, steps, actions, None, set_truncated)
     steps, policy_data = _run_policy(
         env, arrays, policy, break_when_any_done, group.step, group.to_backend, group.reset_done
@@ -149,7 +218,15 @@ def _single_rollout(
     actions: torch.Tensor | None,
     reset: bool,
 ) -> TensorDictBase:
-    arrays.root_obs[0] = env._reset_backend()[0] if reset else 0
+    if reset:
+        first = env._reset_backend()[0]
+        _check_observation(env, first, "reset()")
+        try:
+            arrays.root_obs[0] = first
+        except (ValueError, TypeError) as err:
+            _translate(env, first, "reset()", err)
+    else:
+        arrays.root_obs[0] = 0
     if policy is None:
         steps = _run_random_single(env, arrays, env._to_backend(actions), break_when_any_done)
         return _assemble(env, arrays, steps, actions, None, set_truncated)
@@ -170,18 +247,23 @@ def _run_random_single(env: GymWrapper, arrays: _StepArrays, actions: Any, break
     max_steps = len(next_obs)
     steps = max_steps
     reset_rows: list[tuple[int, Any]] = []
-    for t in range(max_steps):
-        obs, r, te, tr, _ = step_env(actions[t])
-        next_obs[t] = obs
-        reward[t] = r
-        if te or tr:
-            terminated[t] = te
-            truncated[t] = tr
-            if break_when_any_done:
-                steps = t + 1
-                break
-            if t + 1 < max_steps:
-                reset_rows.append((t + 1, reset_env()[0]))
+    obs = None
+    try:  # no cost per step; a failure to write an observation is explained below
+        for t in range(max_steps):
+            obs, r, te, tr, _ = step_env(actions[t])
+            next_obs[t] = obs
+            reward[t] = r
+            if te or tr:
+                terminated[t] = te
+                truncated[t] = tr
+                if break_when_any_done:
+                    steps = t + 1
+                    break
+                if t + 1 < max_steps:
+                    reset_rows.append((t + 1, reset_env()[0]))
+    except (ValueError, TypeError) as err:
+        _translate(env, obs, "step()", err)
+    _check_observation(env, obs, "step()")  # once: an observation numpy broadcast silently
     # the next step starts where this one ended, except after a reset
     arrays.root_obs[1:steps] = next_obs[: steps - 1]
     for t, obs in reset_rows:
@@ -189,25 +271,34 @@ def _run_random_single(env: GymWrapper, arrays: _StepArrays, actions: Any, break
     return steps
 
 
-def _run_random_batched(group: SimulatorGroup, arrays: _StepArrays, actions: Any, break_when_any_done: bool) -> int:
+def _run_random_batched(
+    env: EnvBase, group: SimulatorGroup, arrays: _StepArrays, actions: Any, break_when_any_done: bool
+) -> int:
     step, reset_done = group.step, group.reset_done
     next_obs, root_obs = arrays.next_obs, arrays.root_obs
     max_steps = len(next_obs)
-    for t in range(max_steps):
-        obs, r, te, tr = step(actions[t])
-        next_obs[t] = obs
-        arrays.reward[t] = r
-        arrays.terminated[t] = te
-        arrays.truncated[t] = tr
-        done = te | tr
-        if done.any():
-            if break_when_any_done:
-                return t + 1
+    obs = None
+    steps = max_steps
+    try:  # no cost per step; a failure to write an observation is explained below
+        for t in range(max_steps):
+            obs, r, te, tr = step(actions[t])
+            next_obs[t] = obs
+            arrays.reward[t] = r
+            arrays.terminated[t] = te
+            arrays.truncated[t] = tr
+            done = te | tr
+            if done.any():
+                if break_when_any_done:
+                    steps = t + 1
+                    break
+                if t + 1 < max_steps:
+                    obs = reset_done(done, obs)
             if t + 1 < max_steps:
-                obs = reset_done(done, obs)
-        if t + 1 < max_steps:
-            root_obs[t + 1] = obs
-    return max_steps
+                root_obs[t + 1] = obs
+    except (ValueError, TypeError) as err:
+        _translate(env, obs, "step()", err)
+    _check_observation(env, obs, "step()")  # once: an observation numpy broadcast silently
+    return steps
 
 
 def _run_policy(
@@ -226,29 +317,34 @@ def _run_policy(
     steps = max_steps
     carried: dict[str, Any] = {}
     recorded: list[TensorDictBase] = []
-    for t in range(max_steps):
-        entries = {**carried, "observation": root_obs[t], "done": not_done, "terminated": not_done}
-        entries["truncated"] = not_done
-        data = TensorDict(entries, batch_size=batch, device=device)
-        returned = policy(data)
-        data = data if returned is None else returned
-        env._check_step_input(data)
-        obs, r, te, tr = step(to_backend(data.get("action")))
-        arrays.next_obs[t] = obs
-        arrays.reward[t] = r
-        arrays.terminated[t] = te
-        arrays.truncated[t] = tr
-        recorded.append(data)
-        carried = _carried_entries(data)
-        done = np.logical_or(te, tr)
-        if done.any():
-            if break_when_any_done:
-                steps = t + 1
-                break
+    obs = None
+    try:  # no cost per step; a failure to write an observation is explained below
+        for t in range(max_steps):
+            entries = {**carried, "observation": root_obs[t], "done": not_done, "terminated": not_done}
+            entries["truncated"] = not_done
+            data = TensorDict(entries, batch_size=batch, device=device)
+            returned = policy(data)
+            data = data if returned is None else returned
+            env._check_step_input(data)
+            obs, r, te, tr = step(to_backend(data.get("action")))
+            arrays.next_obs[t] = obs
+            arrays.reward[t] = r
+            arrays.terminated[t] = te
+            arrays.truncated[t] = tr
+            recorded.append(data)
+            carried = _carried_entries(data)
+            done = np.logical_or(te, tr)
+            if done.any():
+                if break_when_any_done:
+                    steps = t + 1
+                    break
+                if t + 1 < max_steps:
+                    obs = reset_done(done, obs)
             if t + 1 < max_steps:
-                obs = reset_done(done, obs)
-        if t + 1 < max_steps:
-            arrays.root_obs[t + 1] = obs
+                arrays.root_obs[t + 1] = obs
+    except (ValueError, TypeError) as err:
+        _translate(env, obs, "step()", err)
+    _check_observation(env, obs, "step()")  # once: an observation numpy broadcast silently
     return steps, env._stack_steps(recorded, contiguous=True)
 
 

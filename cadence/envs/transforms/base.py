@@ -29,6 +29,7 @@ from tensordict import TensorDictBase
 
 from cadence.data import Composite
 from cadence.envs.common import EnvBase
+from cadence.envs.seeding import validate_seed
 
 __all__ = ["Compose", "Transform", "TransformedEnv", "key_list"]
 
@@ -546,7 +547,20 @@ class TransformedEnv(EnvBase):
         return rollout_over_time(self, max_steps, **request)
 
     def set_seed(self, seed: int | None = None, static_seed: bool = False) -> int | None:
-        """Seeds the base env (and this env's generator); returns the next seed."""
+        """Seeds the base env (and this env's generator); returns the next seed.
+
+        Raises:
+            TypeError, ValueError: a seed that is not None or an int with
+                ``0 <= seed < 2**63``; nothing is seeded then.
+
+        Examples:
+            >>> from cadence.envs.custom import PendulumEnv
+            >>> from cadence.envs.transforms import RewardScaling, TransformedEnv
+            >>> env = TransformedEnv(PendulumEnv(), RewardScaling(loc=0.0, scale=1.0))
+            >>> env.set_seed(0) == PendulumEnv().set_seed(0)
+            True
+        """
+        seed = validate_seed(seed, f"{type(self).__name__}.set_seed")  # before this env's generator is seeded
         if seed is not None:
             self.rng.manual_seed(seed)
         return self.base_env.set_seed(seed, static_seed=static_seed)

@@ -12,7 +12,9 @@ from tensordict import TensorDict
 from tensordict.nn import TensorDictModule, TensorDictSequential
 
 from cadence.data import Binary, Bounded, Categorical, Composite, MultiCategorical, MultiOneHot, NonTensor, OneHot
-from cadence.envs import check_env_specs
+from cadence.envs import SerialEnv, TransformedEnv, check_env_specs
+from cadence.envs.transforms import RewardSum
+from cadence.envs.utils import SpecCheckError, SpecMismatchError
 from cadence.envs.gym_like import default_info_dict_reader
 from cadence.envs.libs.gym import GymEnv, GymWrapper, set_gym_backend, space_to_spec
 from tests.fakes import GenericPathGymEnv, TextEnv, assert_same_rollout
@@ -162,7 +164,7 @@ def test_fast_policy_rollout_carries_what_the_policy_writes():
         td.set("count", count + 1)
         td.set("memory", memory)
         td.set(("next", "memory"), memory + td["observation"][:1])
-        return td.set("action", torch.tensor([True, False]))
+        return td.set("action", torch.tensor([True, False]).expand(*td.batch_size, 2).clone())
 
     results = []
     for cls in (GymEnv, GenericPathGymEnv):
@@ -342,3 +344,94 @@ def test_top_level_tuple_observations():
     assert data["next", "0"].tolist() == [1, 2, 3, 0, 1]
     assert torch.equal(data["next", "1"][:, 0], data["action"][:, 0])
     assert data["next", "truncated"][-1].all() and not data["next", "terminated"].any()
+
+
+# ---------------------------------------------------------------- bad values (issue #14)
+class OffSpaceEnv(gymnasium.Env):
+    """Declares a Box of shape (3,) (float32, or uint8) but returns ``shape``/``dtype``
+    observations at ``at`` ("reset", "step" or "both"); well-formed ones elsewhere."""
+
+    def __init__(self, shape=(4,), dtype=np.float32, at="both", box_dtype=np.float32):
+        self.observation_space = spaces.Box(0, 1, (3,), dtype=box_dtype)
+        self.action_space = spaces.Discrete(2)
+        self.shape, self.dtype, self.at, self.box_dtype = shape, dtype, at, box_dtype
+        self.t = 0
+
+    def _obs(self, where):
+        if self.at in (where, "both"):
+            return np.zeros(self.shape, dtype=self.dtype)
+        return np.zeros(3, dtype=self.box_dtype)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self._obs("reset"), {}
+
+    def step(self, action):
+        self.t += 1
+        return self._obs("step"), 0.0, self.t >= 4, False, {}
+
+
+def _one_hot_policy(td):
+    return td.set("action", torch.tensor([True, False]).expand(*td.batch_size, 2).clone())
+
+
+ROLLOUT_PATHS = {
+    "fast, random actions": lambda make: GymWrapper(make()).rollout(3),
+    "fast, policy": lambda make: GymWrapper(make()).rollout(3, _one_hot_policy),
+    "generic (callback)": lambda make: GymWrapper(make()).rollout(3, callback=lambda env, data: None),
+    "serial, fast": lambda make: SerialEnv(2, lambda: GymWrapper(make())).rollout(3),
+    "serial, policy": lambda make: SerialEnv(2, lambda: GymWrapper(make())).rollout(3, _one_hot_policy),
+    "transformed, over time": lambda make: TransformedEnv(GymWrapper(make()), RewardSum()).rollout(3),
+    "check_env_specs": lambda make: check_env_specs(GymWrapper(make())),
+}
+
+
+@pytest.mark.parametrize("at", ["reset", "step"])
+@pytest.mark.parametrize("path", list(ROLLOUT_PATHS))
+def test_an_observation_off_its_declared_shape_is_named_on_every_path(path, at):
+    error = SpecCheckError if path == "check_env_specs" else SpecMismatchError
+    shapes = (r"\(2, 4\)", r"\(2, 3\)") if path.startswith("serial") else (r"\(4,\)", r"\(3,\)")
+    message = rf"observation of shape {shapes[0]}.*'observation'.*spec.*has shape {shapes[1]}"
+    with pytest.raises(error, match=message):
+        ROLLOUT_PATHS[path](lambda: OffSpaceEnv(shape=(4,), at=at))
+
+
+@pytest.mark.parametrize("path", list(ROLLOUT_PATHS))
+def test_a_scalar_observation_for_a_vector_space_is_named_not_broadcast(path):
+    # numpy would broadcast the scalar into the (3,) row of the fast path's arrays
+    with pytest.raises((SpecMismatchError, SpecCheckError), match=r"observation of shape \((2,)?\).*has shape \((2, 3|3,)\)"):
+        ROLLOUT_PATHS[path](lambda: OffSpaceEnv(shape=(), at="step"))
+
+
+def test_sub_envs_with_observations_of_different_shapes_are_named():
+    makers = [lambda: GymWrapper(OffSpaceEnv(shape=(3,))), lambda: GymWrapper(OffSpaceEnv(shape=(4,), at="step"))]
+    env = SerialEnv(2, makers)
+    with pytest.raises(SpecMismatchError, match=r"sub-envs' step\(\) gave observations of shapes \[\(3,\), \(4,\)\]"):
+        env.rollout(3)
+
+
+def test_observations_that_only_need_a_cast_or_a_reshape_still_work():
+    # float64 for a float32 space: cast, as before, on every path
+    for path in ("fast, random actions", "generic (callback)", "check_env_specs", "serial, fast"):
+        ROLLOUT_PATHS[path](lambda: OffSpaceEnv(shape=(3,), dtype=np.float64))
+    # (1, 3) for a (3,) space: reshaped by the generic path, written as it is by the fast one
+    fast = GymWrapper(OffSpaceEnv(shape=(1, 3))).rollout(3)
+    assert fast["next", "observation"].shape == torch.Size([3, 3])
+    check_env_specs(GymWrapper(OffSpaceEnv(shape=(1, 3))))
+
+
+def test_check_env_specs_names_an_observation_dtype_of_another_kind():
+    # floats for a uint8 space: the hot path casts (as torch.as_tensor would); the check says so
+    make = lambda: OffSpaceEnv(shape=(3,), dtype=np.float64, box_dtype=np.uint8)  # noqa: E731
+    assert GymWrapper(make()).rollout(3)["next", "observation"].dtype == torch.uint8
+    with pytest.raises(SpecCheckError, match=r"shape \(3,\) and dtype float64 at key 'observation'.*dtype torch.uint8"):
+        check_env_specs(GymWrapper(make()))
+
+
+def test_a_policy_error_is_not_mistaken_for_an_observation_error():
+    def failing_policy(td):
+        raise ValueError("the policy's own failure")
+
+    with pytest.raises(ValueError, match="the policy's own failure"):
+        GymWrapper(OffSpaceEnv(shape=(3,))).rollout(3, failing_policy)
