@@ -13,7 +13,10 @@ With the fork start method (the default on Linux), the policy's weights live in 
 memory: ``update_policy_weights_()`` copies the trainer's weights there and every worker
 uses them at its next step. A worker that raises or dies makes the collector shut the
 others down and raise an error that names it; the workers stop on ``shutdown()``, on
-``with`` exit and on garbage collection.
+``with`` exit and on garbage collection, and by themselves when this process dies.
+No shared memory has a name (the weights are anonymous memory that the forked workers
+inherit, the batches memory files, see ``_shared.py``): a process killed at any moment
+leaves nothing in ``/dev/shm``.
 
 Examples:
     >>> from cadence.collectors import MultiSyncDataCollector
@@ -37,9 +40,10 @@ from typing import Any, NoReturn
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from cadence.collectors._shared import map_layout, release, same_layout, share_like
+from cadence.collectors._shared import BufferLayout, SharedBuffer, map_layout, same_layout
 from cadence.collectors.sync import DataCollectorBase, Policy, SyncDataCollector, _check_frames, _load_weights
 from cadence.collectors.utils import split_trajectories
+from cadence.envs._shared_memory import anonymous_like
 from cadence.envs.batched import EnvCreator
 from cadence.envs.common import EnvBase, next_seed
 from cadence.envs.utils import ExplorationType
@@ -54,35 +58,53 @@ class _CollectorWorker:
     Args:
         shared_weights: the policy's weights in shared memory (fork), swapped into the
             worker's policy so that the trainer's updates reach it; or ``None``.
+        share_batches: hand the batches over through a shared buffer (``_shared.py``).
         **kwargs: the collector's arguments.
     """
 
-    def __init__(self, shared_weights: TensorDictBase | None, **kwargs: Any) -> None:
+    def __init__(self, shared_weights: TensorDictBase | None, share_batches: bool = True, **kwargs: Any) -> None:
         policy = kwargs.get("policy")
         if shared_weights is not None and isinstance(policy, torch.nn.Module):
             shared_weights.to_module(policy)
         self.collector = SyncDataCollector(**kwargs)
-        self.shared: TensorDictBase | None = None
+        self.share_batches = share_batches
+        self.buffer: SharedBuffer | None = None
 
-    def collect(self, random: bool, weights: TensorDictBase | None = None) -> TensorDictBase | None:
+    def collect(self, random: bool, weights: TensorDictBase | None = None) -> TensorDictBase | BufferLayout | None:
         """One batch (``weights``, if given, are loaded into the policy first): copied
-        into the shared buffer (and ``None`` returned) when it fits there, else returned."""
+        into the shared buffer (``None`` returned) when it fits there; else laid out in a
+        new buffer (its layout returned), or returned itself when batches are not shared."""
         if weights is not None:
             self.load_weights(weights)
         collector = self.collector
         batch = collector._collect(random)
         collector._frames += batch.numel()
         collector._iter += 1
-        shared = self.shared
-        if shared is not None and same_layout(shared, batch):
-            shared.update_(batch)
-            return None
-        self.shared = None
+        buffer = self.buffer
+        if buffer is not None:
+            if same_layout(buffer.view, batch):
+                buffer.view.update_(batch)
+                return None
+            buffer.close()
+            self.buffer = None
+        if self.share_batches:
+            try:
+                self.buffer = SharedBuffer(batch)
+            except TypeError:  # non-tensor entries: the pipe it is
+                self.share_batches = False
+            else:
+                return self.buffer.layout
         return batch
 
-    def attach(self, layout: dict[str, Any]) -> None:
-        """Maps the shared buffer the parent laid out for this worker's batches."""
-        self.shared = map_layout(layout)
+    def stop_sharing(self) -> TensorDictBase:
+        """The batch in the buffer, which the parent could not map; the next ones go
+        through the pipe."""
+        assert self.buffer is not None
+        batch = self.buffer.view.clone()
+        self.buffer.close()
+        self.buffer = None
+        self.share_batches = False
+        return batch
 
     def load_weights(self, weights: TensorDictBase) -> None:
         policy = self.collector.policy
@@ -99,6 +121,8 @@ class _CollectorWorker:
         self.collector.load_state_dict(state)
 
     def close(self) -> None:
+        if self.buffer is not None:
+            self.buffer.close()
         self.collector.shutdown()
 
 
@@ -161,7 +185,8 @@ class _MultiCollectorBase(DataCollectorBase):
         method = start_method or default_start_method()
         self._shared_weights: TensorDictBase | None = None
         if isinstance(policy, torch.nn.Module) and method == "fork":
-            self._shared_weights = TensorDict.from_module(policy).data.clone().share_memory_()
+            # anonymous shared memory: inherited by the forked workers, named nowhere
+            self._shared_weights = anonymous_like(TensorDict.from_module(policy).data)
         self._pending_weights: TensorDictBase | None = None
         factories = []
         for index, (fn, env_kwargs) in enumerate(zip(fns, kwargs_list)):
@@ -169,6 +194,7 @@ class _MultiCollectorBase(DataCollectorBase):
                 functools.partial(
                     _CollectorWorker,
                     self._shared_weights,
+                    share_batches,
                     create_env_fn=fn,
                     create_env_kwargs=env_kwargs,
                     policy=policy,
@@ -262,22 +288,21 @@ class _MultiCollectorBase(DataCollectorBase):
         return batch
 
     def _receive(self, index: int) -> TensorDictBase:
-        """Reads the batch of worker ``index`` (from its shared buffer, or its pipe; a
-        batch from the pipe gets the worker a shared buffer for the next ones)."""
+        """Reads the batch of worker ``index``: from its shared buffer (mapped when the
+        worker sends a new one's layout), or from its pipe."""
         reply = self.pool.recv(index)
         self._busy.discard(index)
+        if isinstance(reply, BufferLayout):
+            try:
+                self._buffers[index] = map_layout(reply)
+            except OSError:  # /proc not readable here, say: this worker's batches take the pipe
+                return self.pool.call("stop_sharing", indices=[index])[0]
+            reply = None
         if reply is None:
             buffer = self._buffers[index]
             # the sync collector copies the buffers when it gathers them; the async one
             # hands a batch over while the worker writes the next one
             return buffer if self._sync else buffer.clone()
-        if self.share_batches:
-            layout, view = share_like(reply)
-            try:
-                self.pool.call("attach", layout, indices=[index])
-            finally:
-                release(layout)
-            self._buffers[index] = view
         return reply
 
     def _settle(self) -> None:
@@ -454,9 +479,10 @@ class MultiSyncDataCollector(_MultiCollectorBase):
         split_trajs: deliver ``split_trajectories(batch)``.
         timeout: seconds a worker may take for a batch before it is reported (and killed).
         start_method: ``"fork"`` (default on Linux) or ``"spawn"``.
-        share_batches: hand batches over through shared memory (the first one of each
-            worker, and any whose entries change, through the pipe); ``False`` always
-            pickles them through the pipes.
+        share_batches: hand batches over through shared memory: a buffer that each
+            worker lays out like its first batch (and again when the entries change),
+            in a memory file that no directory names (see ``_shared.py``); ``False``
+            always pickles them through the pipes.
 
     Examples:
         >>> from cadence.collectors import MultiSyncDataCollector

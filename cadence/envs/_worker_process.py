@@ -17,6 +17,7 @@ import multiprocessing.connection
 import multiprocessing.util  # imported before our atexit hook, so that ours runs first
 import os
 import pickle
+import select
 import signal
 import threading
 import time
@@ -33,8 +34,8 @@ FACTORY = "__cadence_factory__"
 STALE = "__cadence_stale__"  # stands for the method of an interrupted call, in messages
 PROTOCOL = pickle.HIGHEST_PROTOCOL
 CLOSE_MESSAGE = pickle.dumps((None, (), {}), protocol=PROTOCOL)
-# How often an orphaned worker checks for its parent, and how long it then gives its
-# own shutdown (on the pipe's end-of-file) before it exits hard.
+# How often a worker checks for its parent where it cannot wait on a pidfd, and how long
+# an orphaned worker gives its own shutdown (on the pipe's end-of-file) before it exits hard.
 ORPHAN_CHECK_S = 1.0
 ORPHAN_GRACE_S = 2.0
 
@@ -44,14 +45,48 @@ ORPHAN_GRACE_S = 2.0
 # ---------------------------------------------------------------------------------------
 
 
-def watch_parent(parent_pid: int) -> None:
+def wait_for_exit(pid: int, direct_child: bool) -> None:
+    """Returns once the process ``pid`` (this process's parent, if ``direct_child``) has
+    exited: at once through a pidfd (Linux 5.3+), else by checking every ``ORPHAN_CHECK_S``."""
+    try:
+        fd: int | None = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    except (AttributeError, OSError):  # no pidfd here
+        fd = None
+    try:
+        if direct_child and os.getppid() != pid:
+            return  # it died before the pidfd was opened (which may then be another process's)
+        if fd is not None:
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            poller.poll()  # a pidfd turns readable when its process exits
+            return
+        while (os.getppid() == pid) if direct_child else _exists(pid):
+            time.sleep(ORPHAN_CHECK_S)
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def _exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def watch_parent(parent_pid: int, direct_child: bool) -> None:
     # The pipe's end-of-file is not enough to notice the parent's death: processes forked
-    # later (by this pool or by anybody) may hold copies of the parent's end.
-    while True:
-        time.sleep(ORPHAN_CHECK_S)
-        if os.getppid() != parent_pid:
-            time.sleep(ORPHAN_GRACE_S)
-            os._exit(1)
+    # later (by this pool or by anybody) may hold copies of the parent's end, and a worker
+    # busy in a long call reads no pipe. Nor is PR_SET_PDEATHSIG: it fires when the
+    # parent's *thread* that forked this process ends, not the parent.
+    wait_for_exit(parent_pid, direct_child)
+    time.sleep(ORPHAN_GRACE_S)
+    os._exit(1)
 
 
 def serve(obj: Any, conn: multiprocessing.connection.Connection) -> None:
@@ -85,6 +120,7 @@ def worker_main(
     conn: multiprocessing.connection.Connection,
     parent_pid: int,
     filter_warnings: bool,
+    direct_child: bool = True,
 ) -> None:
     # Ctrl-C reaches every process of the terminal's group; the parent alone handles it
     # (it closes the pool).
@@ -101,16 +137,21 @@ def worker_main(
     torch.set_num_threads(1)
     if filter_warnings:
         warnings.simplefilter("ignore")
-    threading.Thread(target=watch_parent, args=(parent_pid,), name="cadence-parent-watch", daemon=True).start()
+    threading.Thread(
+        target=watch_parent, args=(parent_pid, direct_child), name="cadence-parent-watch", daemon=True
+    ).start()
     try:
         obj = factory()
     except Exception as err:
-        conn.send_bytes(pickle.dumps(RemoteError(err), protocol=PROTOCOL))
+        with contextlib.suppress(OSError):  # the parent may be gone
+            conn.send_bytes(pickle.dumps(RemoteError(err), protocol=PROTOCOL))
         return
     obj_close = getattr(obj, "close", None)
-    conn.send_bytes(pickle.dumps(None, protocol=PROTOCOL))
     try:
+        conn.send_bytes(pickle.dumps(None, protocol=PROTOCOL))
         serve(obj, conn)
+    except OSError:  # the parent is gone before the ready message
+        pass
     finally:
         try:
             if callable(obj_close):

@@ -13,9 +13,15 @@ rolls its own env out on the gymnasium shortcut, with actions drawn here (so the
 result equals ``SerialEnv``'s for the same seed), in one message per rollout.
 
 Faults never hang the caller (see ``workers.py``): an exception in a worker is raised
-here with its index and traceback; a dead worker is noticed at once and, with
-``max_restarts``, rebuilt, reset and its interrupted episode marked truncated; a
-worker that hangs past ``timeout`` raises a timeout error.
+here with its index and traceback; a worker that hangs past ``timeout`` raises a timeout
+error; a dead worker is noticed at once and, with ``max_restarts``, rebuilt (and
+reseeded, if it was seeded) on whichever call finds it dead: every call to the workers
+goes through one method, ``_on_workers``. A reset or a rollout chunk, which start
+afresh anyway, is sent again to the rebuilt worker; a step cannot be replayed, so the
+rebuilt worker is reset and its step output is that reset's data with no reward and
+the episode truncated (``done`` and ``truncated`` set), which ``step_and_maybe_reset``,
+``rollout`` and the collectors treat as any other end of episode. Past ``max_restarts``
+the error names the worker and how it died.
 
 Examples:
     >>> from cadence.envs import GymEnv, ParallelEnv
@@ -30,35 +36,45 @@ Examples:
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 from tensordict import LazyStackedTensorDict, TensorDictBase
 
 from cadence.data import NonTensor
+from cadence.envs._shared_memory import anonymous_like
 from cadence.envs.batched import BatchedEnvBase, EnvCreator, EnvFactory, BatchedMethod
 from cadence.envs.common import next_seed
-from cadence.envs.workers import WorkerDiedError, WorkerPool, default_start_method
+from cadence.envs.workers import WorkerDiedError, WorkerError, WorkerPool, default_start_method
 
 __all__ = ["ParallelEnv"]
 
 _CALLABLE = "<callable>"  # what a worker answers for an attribute that is a method
 
 
+def _same_request(index: int, request: tuple[Any, ...]) -> tuple[Any, ...]:
+    """What a rebuilt worker is sent again: the very request it died on."""
+    return request
+
+
 class _SharedBuffers:
-    """The shared-memory tensordicts of a parallel batch, laid out from its specs."""
+    """The shared-memory tensordicts of a parallel batch, laid out from its specs.
+
+    The memory is anonymous (see ``_shared_memory.py``): the forked workers inherit it,
+    and no process killed at any moment can leave a segment behind in ``/dev/shm``.
+    """
 
     def __init__(self, env: ParallelEnv) -> None:
         zeros = env._step_spec().zero()
         action_keys = list(env.full_action_spec.keys(True, True))
         # what a step reads: the actions and, for stateless envs, the state
         self.input_keys = action_keys + list(env.full_state_spec.keys(True, True))
-        self.input = zeros.select(*self.input_keys).share_memory_()
+        self.input = anonymous_like(zeros.select(*self.input_keys))
         # what a step writes: the "next" data
-        self.output = zeros.get("next").clone().share_memory_()
+        self.output = anonymous_like(zeros.get("next"))
         # what a worker stands at: a reset's output, updated by each step
-        self.current = zeros.exclude("next", *action_keys).share_memory_()
+        self.current = anonymous_like(zeros.exclude("next", *action_keys))
         self.current_keys = list(self.current.keys(True, True))
 
 
@@ -157,9 +173,9 @@ class ParallelEnv(BatchedEnvBase):
         create_env_kwargs: its keyword arguments; or one dict per worker.
         device: the batch's device.
         timeout: seconds a worker may take to answer before a timeout error.
-        max_restarts: how many times each worker may be rebuilt after dying (for
-            workers that exchange data through shared memory; a worker of an env
-            whose data goes through the pipes is reported, not rebuilt).
+        max_restarts: how many times each worker may be rebuilt after dying, on any
+            call (reset, step, rollout); see the module's docstring. ``restarts``
+            counts them.
         start_method: ``"fork"`` (the default on Linux, see ``workers.py``) or
             ``"spawn"``; spawned workers send their data through the pipes.
         pin_memory: return step outputs in pinned memory, for fast copies to a GPU
@@ -242,23 +258,158 @@ class ParallelEnv(BatchedEnvBase):
             seed = seed if static_seed else next_one
         return seed
 
-    def _each(self, method: str, args_per_worker: dict[int, tuple[Any, ...]]) -> dict[int, Any]:
-        """Sends each selected worker its own arguments, then gathers the answers."""
-        pool = self.pool
-        for index, args in args_per_worker.items():
-            pool.send(index, method, *args)
-        return {index: pool.recv(index) for index in args_per_worker}
+    @property
+    def restarts(self) -> list[int]:
+        """How many times each worker was rebuilt after dying (see ``max_restarts``).
 
-    def _restart(self, index: int, cause: WorkerDiedError) -> None:
+        Examples:
+            >>> from cadence.envs import GymEnv, ParallelEnv
+            >>> with ParallelEnv(2, lambda: GymEnv("CartPole-v1"), max_restarts=1) as env:
+            ...     env.restarts
+            [0, 0]
+        """
+        return list(self._restarts)
+
+    # ------------------------------------------------------------------ dead workers: one way for every path
+    def _on_workers(
+        self,
+        method: str,
+        requests: dict[int, tuple[Any, ...]],
+        retry: Callable[[int, tuple[Any, ...]], tuple[Any, ...]] | None = None,
+    ) -> tuple[dict[int, Any], list[int]]:
+        """Sends each selected worker its request, gathers the answers, rebuilds the dead.
+
+        Resets, steps and rollouts all reach the workers through here (the shared-memory
+        step sends its one message itself and comes to :meth:`_recover` on a failure).
+
+        Args:
+            method: the worker method.
+            requests: the arguments of each selected worker, by index.
+            retry: for a request that starts afresh anyway (a reset, a rollout chunk):
+                what a rebuilt worker is sent instead, ``retry(index, request)``; its
+                answer stands for the lost one. ``None`` for a request that cannot be
+                replayed (a step): a rebuilt worker is reset, its answer is the reset's,
+                and the caller marks the episode that was cut short.
+
+        Returns:
+            The answers by index, and the indices of the workers that were rebuilt.
+        """
+        answers: dict[int, Any] = {}
+        failures = self._exchange(method, requests, answers)
+        if not failures:
+            return answers, []
+        return answers, self._recover(method, requests, failures, answers, retry)
+
+    def _exchange(self, method: str, requests: dict[int, tuple[Any, ...]], answers: dict[int, Any]) -> dict[int, WorkerError]:
+        """Sends every request, then reads every reply (so the pipes stay in step whatever
+        fails); fills ``answers`` and returns the failures by index."""
+        pool = self.pool
+        failures: dict[int, WorkerError] = {}
+        try:
+            for index, args in requests.items():
+                try:
+                    pool.send(index, method, *args)
+                except WorkerError as err:
+                    failures[index] = err
+            for index in requests:
+                if index not in failures:
+                    try:
+                        answers[index] = pool.recv(index)
+                    except WorkerError as err:
+                        failures[index] = err
+        except BaseException:  # interrupted: the replies on their way must not answer later calls
+            pool.abandon(list(requests))
+            raise
+        return failures
+
+    def _recover(
+        self,
+        method: str,
+        requests: dict[int, tuple[Any, ...]] | None,
+        failures: dict[int, WorkerError],
+        answers: dict[int, Any],
+        retry: Callable[[int, tuple[Any, ...]], tuple[Any, ...]] | None,
+    ) -> list[int]:
+        """Rebuilds the workers that died in a call and brings each back as
+        :meth:`_on_workers` says; raises what is not a death (an exception in the env,
+        a timeout) and a death past ``max_restarts``. Returns the rebuilt indices."""
+        rebuilt: list[int] = []
+        while failures:
+            others = [err for err in failures.values() if not isinstance(err, WorkerDiedError)]
+            if others:  # the env's own error: the caller must see it (the dead are rebuilt at the next call)
+                first = others[0]
+                if not first.others:  # else the pool noted the others already
+                    for err in others[1:]:
+                        first.add_note(f"also: {type(err).__name__}: {str(err).splitlines()[0]}")
+                raise first
+            for index, cause in failures.items():
+                self._rebuild(index, cause)
+            rebuilt.extend(failures)
+            if retry is None:
+                fresh, again = self._on_workers("reset", {index: (None,) for index in failures}, _same_request)
+                answers.update(fresh)
+                rebuilt.extend(again)
+                break
+            assert requests is not None
+            failures = self._exchange(method, {index: retry(index, requests[index]) for index in failures}, answers)
+        return sorted(set(rebuilt))
+
+    def _rebuild(self, index: int, cause: WorkerError) -> None:
+        """Starts worker ``index`` afresh (and reseeds it if it was seeded), or raises."""
         if self._restarts[index] >= self.max_restarts:
-            raise cause
+            how = str(cause).removesuffix(f"; restart({index}) starts a new one")  # the pool's hint, not ours
+            raise WorkerDiedError(
+                f"{how}. {type(self).__name__} did not rebuild worker {index}: it used "
+                f"{self._restarts[index]} of max_restarts={self.max_restarts} restarts",
+                index=index,
+                exitcode=getattr(cause, "exitcode", None),
+            ) from cause
         self._restarts[index] += 1
         self.pool.restart(index)
         seed = self._worker_seeds[index]
         if seed is not None:
             # a fresh seed: the rebuilt env must not replay the episode that was cut short
             self.pool.call("set_seed", next_seed(seed + self._restarts[index]), False, indices=[index])
-        self.pool.call("reset", None, indices=[index])
+
+    def _whole_reset(self, index: int, request: tuple[Any, ...]) -> tuple[Any, ...]:
+        """A rebuilt worker's reset request: every part of its fresh env starts, whatever
+        the ``"_reset"`` masks of the lost request selected."""
+        (sub,) = request
+        if sub is None:
+            return request
+        sub = sub.copy()
+        for key in self.reset_keys:
+            mask = sub.get(key, None)
+            if mask is not None:
+                sub.set(key, torch.ones_like(mask))
+        return (sub,)
+
+    def _adopt_rebuilt(
+        self, tensordict: TensorDictBase, inputs: list[TensorDictBase | None], rebuilt: list[int], answers: dict[int, Any]
+    ) -> None:
+        """After a partial reset: a rebuilt worker whose request reset only part of its
+        batch was reset whole; its fresh data replaces the input's old data, which the
+        partial reset would otherwise keep for the parts it did not select."""
+        for index in rebuilt:
+            sub = inputs[index]
+            masks = [] if sub is None else [sub.get(key, None) for key in self.reset_keys]
+            if all(mask is None or bool(mask.all()) for mask in masks):
+                continue
+            fresh = answers[index] if self._shared is None else self._shared.current[index]
+            for key, value in fresh.items(include_nested=True, leaves_only=True):
+                old = tensordict.get(key, None)
+                if isinstance(old, torch.Tensor) and isinstance(value, torch.Tensor) and old.shape[1:] == value.shape:
+                    old = old.clone()  # not in place: the input's tensors may be a past step's
+                    old[index] = value
+                    tensordict.set(key, old)
+
+    def _flag_interrupted(self, output: TensorDictBase) -> None:
+        """A rebuilt worker's step output: no reward, the episode truncated (done, not terminated)."""
+        for key in self.reward_keys:
+            output.get(key).zero_()
+        for key in self.done_keys:
+            name = key if isinstance(key, str) else key[-1]
+            output.get(key).fill_(name in ("done", "truncated"))
 
     # ------------------------------------------------------------------ reset and step
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
@@ -268,7 +419,9 @@ class ParallelEnv(BatchedEnvBase):
         if tensordict is not None:
             inputs = list(tensordict.unbind(0))
             selected = [i for i, sub in enumerate(inputs) if self._selected(sub)]
-        answers = self._each("reset", {i: (inputs[i],) for i in selected})
+        answers, rebuilt = self._on_workers("reset", {i: (inputs[i],) for i in selected}, self._whole_reset)
+        if rebuilt and tensordict is not None:
+            self._adopt_rebuilt(tensordict, inputs, rebuilt, answers)
         if self._shared is not None:
             return self._shared.current.clone()
         for index, out in answers.items():
@@ -290,17 +443,25 @@ class ParallelEnv(BatchedEnvBase):
         self.start()
         shared = self._shared
         if shared is None:
-            answers = self._each("step", {i: (sub,) for i, sub in enumerate(tensordict.unbind(0))})
+            answers, rebuilt = self._on_workers("step", {i: (sub,) for i, sub in enumerate(tensordict.unbind(0))})
+            for index in rebuilt:  # the answer is the fresh reset's: make it a step's
+                out = answers[index].clone()
+                for key in self.reward_keys:
+                    spec = self.full_reward_spec[key]
+                    out.set(key, torch.zeros(spec.shape[1:], dtype=spec.dtype, device=spec.device))
+                self._flag_interrupted(out)
+                answers[index] = out
             results = [answers[i] for i in range(self.num_workers)]
             for index, result in enumerate(results):
                 self._current[index] = result.exclude(*self.reward_keys)
             return self._stack(results)
         shared.input.update_(tensordict.select(*shared.input_keys))
         try:
-            self.pool.call("step")
-        except WorkerDiedError as err:
-            self._restart(err.index, err)
-            self._mark_interrupted(err.index)
+            self.pool.call("step")  # one message for all: the hot path
+        except WorkerError as err:
+            failures = {failure.index: failure for failure in (err, *err.others)}
+            for index in self._recover("step", None, failures, {}, None):
+                self._mark_interrupted(index)
         output = shared.output.clone()
         return output.pin_memory() if self.pin_memory else output
 
@@ -308,14 +469,11 @@ class ParallelEnv(BatchedEnvBase):
         """The step output of a rebuilt worker: its fresh reset, the episode truncated."""
         assert self._shared is not None
         output, current = self._shared.output[index], self._shared.current[index]
+        output_keys = set(output.keys(True, True))
         for key in self._shared.current_keys:
-            if key in output.keys(True, True):
+            if key in output_keys:
                 output.get(key).copy_(current.get(key))
-        for key in self.reward_keys:
-            output.get(key).zero_()
-        for key in self.done_keys:
-            name = key if isinstance(key, str) else key[-1]
-            output.get(key).fill_(name in ("done", "truncated"))
+        self._flag_interrupted(output)
 
     # ------------------------------------------------------------------ rollout in chunks
     def _fast_rollout(self, max_steps: int, **kwargs: Any) -> TensorDictBase | None:
@@ -324,9 +482,11 @@ class ParallelEnv(BatchedEnvBase):
         if not (chunks_apply and self._plain_rollout(kwargs)):
             return None
         actions = self.full_action_spec["action"].rand(torch.Size([max_steps]), generator=self.rng)
-        chunks = self._each(
+        # a worker rebuilt mid-chunk rolls the same actions out again, from its fresh reset
+        chunks, _ = self._on_workers(
             "rollout_chunk",
             {i: (actions[:, i].clone(), max_steps, kwargs["set_truncated"]) for i in range(self.num_workers)},
+            _same_request,
         )
         data = torch.stack([chunks[i] for i in range(self.num_workers)], 0)
         data.names = [None] * (data.batch_dims - 1) + ["time"]

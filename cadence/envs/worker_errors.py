@@ -19,19 +19,23 @@ _PROTOCOL = pickle.HIGHEST_PROTOCOL
 class WorkerError(RuntimeError):
     """Base class of the errors of a worker process; ``index`` names the worker.
 
+    When several workers fail in one call, the pool raises the first failure; the others
+    are in its ``others`` (and in its notes), so that a caller can deal with each.
+
     Args:
         message: the error message.
         index: the index of the worker in its pool (``-1`` when unknown).
 
     Examples:
         >>> err = WorkerError("worker 2 failed", index=2)
-        >>> err.index, isinstance(err, RuntimeError)
-        (2, True)
+        >>> err.index, isinstance(err, RuntimeError), err.others
+        (2, True, ())
     """
 
     def __init__(self, message: str, index: int = -1) -> None:
         super().__init__(message)
         self.index = index
+        self.others: tuple[WorkerError, ...] = ()
 
 
 class WorkerException(WorkerError):

@@ -138,7 +138,9 @@ class WorkerPool:
 
     The pool stops its workers on :meth:`close`, on ``with`` exit, when it is garbage
     collected, and at interpreter exit; an orphaned worker (its parent killed) exits by
-    itself within a few seconds. A pool is not thread-safe: use it from one thread.
+    itself: at once when it reads its pipe's end, else within ``ORPHAN_GRACE_S`` (2 s) of
+    its parent's death, which it waits for on a pidfd. A pool is not thread-safe: use
+    it from one thread.
 
     Args:
         factories: one callable per worker, run in the child to build its object. Under
@@ -583,6 +585,26 @@ class WorkerPool:
         deadline = None if self._timeout is None else time.monotonic() + self._timeout
         return self._receive(i, method, deadline)
 
+    def abandon(self, indices: Sequence[int] | None = None) -> None:
+        """Drops the replies that the selected workers still owe to :meth:`send`.
+
+        They are read and thrown away before the next request, so that later replies stay
+        in order: for a caller interrupted (Ctrl-C, say) between its sends and receives.
+
+        Args:
+            indices: the workers; ``None`` for all.
+
+        Examples:
+            >>> with WorkerPool([lambda: "ab"]) as pool:
+            ...     pool.send(0, "upper")
+            ...     pool.abandon()
+            ...     pool.call("lower")
+            ['ab']
+        """
+        for i in self._all if indices is None else self._check_indices(indices):
+            self._stale[i] = self._pending[i]
+            self._sent_methods[i].clear()
+
     def ready(self, indices: Sequence[int], timeout: float | None = None) -> list[int]:
         """Waits until one of the selected workers has a reply to read (or died).
 
@@ -668,7 +690,14 @@ class WorkerPool:
         parent_conn, child_conn = self._ctx.Pipe(duplex=True)
         proc = self._ctx.Process(
             target=worker_main,
-            args=(i, self._factories[i], child_conn, os.getpid(), self._filter_warnings),
+            args=(
+                i,
+                self._factories[i],
+                child_conn,
+                os.getpid(),
+                self._filter_warnings,
+                self._start_method != "forkserver",  # a forkserver's children are the server's
+            ),
             name=f"{self._name}-{i}",
             daemon=False,  # daemonic processes may not have children; the pool reaps its own
         )
@@ -851,6 +880,7 @@ def _describe(method: str) -> str:
 
 def _first_with_notes(errors: list[WorkerError]) -> WorkerError:
     first = errors[0]
+    first.others = tuple(errors[1:])
     for other in errors[1:]:
         first.add_note(f"also: {type(other).__name__}: {str(other).splitlines()[0]}")
     return first

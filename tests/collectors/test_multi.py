@@ -238,20 +238,27 @@ def test_delivered_batches_stay_as_delivered(share_batches: bool) -> None:
     assert _shared_dirs() == before
 
 
-def test_shared_buffer_layout_and_fallback() -> None:
-    from cadence.collectors._shared import map_layout, release, same_layout, share_like
-
+@pytest.mark.parametrize("memfd", [True, False])
+def test_shared_buffer_layout_and_fallback(memfd: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     from tensordict import TensorDict
 
+    from cadence.collectors import _shared
+
+    if not memfd:  # a system without memory files: a named file, gone once mapped
+        monkeypatch.setattr(_shared, "_memory_file", lambda: None)
     data = TensorDict({"a": torch.arange(6.0).reshape(2, 3), "empty": torch.zeros(2, 3, 0)}, batch_size=[2, 3])
     data.names = [None, "time"]
-    layout, parent_view = share_like(data)
-    worker_view = map_layout(layout)
-    release(layout)
-    worker_view.update_(data + 1)
-    assert torch.equal(parent_view["a"], data["a"] + 1) and parent_view.names == [None, "time"]
-    assert not same_layout(worker_view, data.exclude("empty"))
-    assert not same_layout(worker_view, data.float().apply(lambda x: x.double()))
+    buffer = _shared.SharedBuffer(data)  # the worker's side
+    assert buffer.layout.named_file is not memfd
+    parent_view = _shared.map_layout(buffer.layout)
+    assert not os.path.exists(buffer.layout.path) or memfd
+    assert torch.equal(parent_view["a"], data["a"]) and parent_view.names == [None, "time"]
+    buffer.view.update_(data + 1)
+    assert torch.equal(parent_view["a"], data["a"] + 1)
+    buffer.close()
+    assert torch.equal(parent_view["a"], data["a"] + 1)  # the mapping outlives the file
+    assert not _shared.same_layout(buffer.view, data.exclude("empty"))
+    assert not _shared.same_layout(buffer.view, data.float().apply(lambda x: x.double()))
 
 
 @pytest.mark.slow

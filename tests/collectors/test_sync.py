@@ -329,3 +329,44 @@ def test_set_seed_rejects_bad_seeds_and_the_collector_goes_on_as_before():
     assert torch.equal(collector.next()["next", "observation"], reference.next()["next", "observation"])
     collector.shutdown()
     reference.shutdown()
+
+
+@pytest.mark.parametrize("with_policy", [False, True])
+def test_a_parallel_env_worker_killed_in_a_batch_is_rebuilt_and_truncated(tmp_path, with_policy: bool) -> None:
+    import os
+    import signal
+
+    from cadence.envs import ParallelEnv
+    from cadence.envs.workers import WorkerDiedError
+    from tests.envs.test_parallel import SelfKillingEnv
+
+    trigger = tmp_path / "kill"
+    factories = [lambda: SelfKillingEnv(str(tmp_path / "never")), lambda: SelfKillingEnv(str(trigger))]
+    policy = TensorDictModule(torch.nn.Linear(1, 1), ["count"], ["action"]) if with_policy else None
+    runs = []
+    for kill in (False, True):
+        with ParallelEnv(2, factories, max_restarts=1) as env:
+            collector = SyncDataCollector(env, policy, frames_per_batch=20, total_frames=60)
+            batches = []
+            for batch in collector:
+                batches.append(batch.clone())
+                if kill and len(batches) == 1:
+                    trigger.touch()  # worker 1 dies at the first step of the second batch
+            assert env.restarts == [0, int(kill)]
+        runs.append(torch.cat(batches, -1))
+    plain, rebuilt = runs
+    assert rebuilt.batch_size == torch.Size([2, 30])
+    counts = rebuilt["next", "count"].squeeze(-1)
+    assert counts[1].tolist() == list(range(1, 11)) + [0] + list(range(1, 20))
+    assert rebuilt["next", "truncated"].squeeze(-1)[1].nonzero().flatten().tolist() == [10]
+    assert rebuilt["next", "done"].squeeze(-1)[1].nonzero().flatten().tolist() == [10]
+    assert torch.equal(rebuilt[0]["next", "count"], plain[0]["next", "count"])  # worker 0's data is untouched
+    ids = rebuilt["collector", "traj_ids"][1]
+    assert (ids[:11] == ids[0]).all() and (ids[11:] == ids[11]).all() and ids[11] != ids[0]
+    with ParallelEnv(2, factories) as env:  # no restarts: the error names the worker
+        collector = SyncDataCollector(env, policy, frames_per_batch=20, total_frames=60)
+        collector.next()
+        os.kill(env.pool.pids[1], signal.SIGKILL)
+        with pytest.raises(WorkerDiedError, match=r"worker 1 .*SIGKILL.*max_restarts=0") as info:
+            collector.next()
+        assert info.value.index == 1

@@ -10,11 +10,13 @@ import sys
 import textwrap
 import time
 
+import gymnasium
 import pytest
 import torch
 from tensordict import LazyStackedTensorDict, TensorDict
 
-from cadence.envs import EnvCreator, GymEnv, ParallelEnv, PendulumEnv, SerialEnv, check_env_specs
+from cadence.data import Binary, Composite, Unbounded
+from cadence.envs import EnvCreator, GymEnv, ParallelEnv, PendulumEnv, SerialEnv, check_env_specs, step_mdp
 from cadence.envs.workers import WorkerDiedError, WorkerError, WorkerException, WorkerTimeoutError
 from cadence.envs import GymWrapper
 from tests.fakes import CountingEnv, FailingEnv, SharedCounterEnv, SleepyEnv, TextEnv, assert_same_rollout
@@ -235,3 +237,280 @@ def test_a_script_without_main_guard_works_and_leaves_nothing(tmp_path):
     lines = result.stdout.strip().splitlines()
     assert lines[0] == "torch.Size([2, 5])"
     assert all(_gone(int(pid)) for pid in lines[1].split())
+
+
+# ---------------------------------------------------------------- dead workers rebuilt on every path
+class SelfKillingEnv(CountingEnv):
+    """A CountingEnv (with a ``truncated`` entry) that SIGKILLs its own process in its next
+    ``when`` (``"step"`` or ``"reset"``) once the file ``trigger`` exists; it removes the
+    file first, so that the rebuilt worker lives on."""
+
+    def __init__(self, trigger: str, when: str = "step", batch_size: tuple[int, ...] = ()) -> None:
+        super().__init__(max_count=1000, batch_size=batch_size)
+        flag = Binary(1, shape=(*batch_size, 1), dtype=torch.bool)
+        self.full_done_spec = Composite(done=flag, terminated=flag.clone(), truncated=flag.clone(), shape=batch_size)
+        self.trigger, self.when = trigger, when
+
+    def _die_if_triggered(self, when: str) -> None:
+        if when == self.when and os.path.exists(self.trigger):
+            os.unlink(self.trigger)
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    def _reset(self, tensordict):
+        self._die_if_triggered("reset")
+        return super()._reset(tensordict)
+
+    def _step(self, tensordict):
+        self._die_if_triggered("step")
+        return super()._step(tensordict)
+
+
+class PipedSelfKillingEnv(SelfKillingEnv):
+    """The same with a dynamic observation spec, whose data goes through the pipes."""
+
+    def __init__(self, trigger: str, when: str = "step", batch_size: tuple[int, ...] = ()) -> None:
+        super().__init__(trigger, when, batch_size)
+        self.observation_spec = Composite(count=Unbounded(shape=(*batch_size, -1)), shape=batch_size)
+
+
+class KillingWrapper(gymnasium.Wrapper):
+    """A gymnasium env that SIGKILLs its process at the ``at_step``-th step of an episode
+    once ``trigger`` exists: stepped by the rollout shortcut, which runs in chunks."""
+
+    def __init__(self, env: gymnasium.Env, trigger: str, at_step: int = 5) -> None:
+        super().__init__(env)
+        self.trigger, self.at_step, self.t = trigger, at_step, 0
+
+    def reset(self, **kwargs):
+        self.t = 0
+        return self.env.reset(**kwargs)
+
+    def step(self, action):
+        self.t += 1
+        if self.t == self.at_step and os.path.exists(self.trigger):
+            os.unlink(self.trigger)
+            os.kill(os.getpid(), signal.SIGKILL)
+        return self.env.step(action)
+
+
+@pytest.fixture(params=["shared", "pipes"])
+def killable(request, tmp_path):
+    """``make(when, max_restarts=1, batch_size=())``: a ParallelEnv of two counting envs
+    whose worker 1 kills itself once ``trigger`` exists; and ``trigger``."""
+    cls = SelfKillingEnv if request.param == "shared" else PipedSelfKillingEnv
+    trigger, never = tmp_path / "kill", str(tmp_path / "never")
+    envs = []
+
+    def make(when="step", max_restarts=1, batch_size=()):
+        env = ParallelEnv(
+            2, [lambda: cls(never, when, batch_size), lambda: cls(str(trigger), when, batch_size)],
+            max_restarts=max_restarts,
+        )
+        envs.append(env)
+        env.start()
+        assert (env._shared is None) is (request.param == "pipes")  # the premise of the pipes variant
+        return env
+
+    yield make, trigger
+    for env in envs:
+        env.close()
+
+
+def counts(data, key=("next", "count")):
+    return data[key].reshape(2, -1).tolist() if not isinstance(data, LazyStackedTensorDict) else [
+        sub[key].reshape(-1).tolist() for sub in data.unbind(0)
+    ]
+
+
+def flags(data, name):
+    return data["next", name].reshape(2, -1).any(-1).tolist()
+
+
+def test_a_worker_killed_during_a_step_is_rebuilt_and_its_episode_truncated(killable):
+    make, trigger = killable
+    env = make("step")
+    root = env.reset()
+    data, root = env.step_and_maybe_reset(env.rand_action(root))
+    pid = env.pool.pids[1]
+    trigger.touch()
+    data, root = env.step_and_maybe_reset(env.rand_action(root))
+    assert env.pool.pids[1] != pid and env.restarts == [0, 1]
+    assert counts(data) == [[2], [0]]  # worker 1: its fresh reset; worker 0 goes on
+    assert flags(data, "truncated") == [False, True] and flags(data, "done") == [False, True]
+    assert flags(data, "terminated") == [False, False]
+    assert data["next", "reward"].reshape(-1).tolist() == [1.0, 0.0]
+    assert counts(root, "count") == [[2], [0]]
+    data, root = env.step_and_maybe_reset(env.rand_action(root))
+    assert counts(data) == [[3], [1]] and flags(data, "done") == [False, False]
+
+
+def test_a_worker_killed_between_steps_is_rebuilt_at_the_next_step(killable):
+    make, _ = killable
+    env = make("step")
+    root = env.reset()
+    data = env.step(env.rand_action(root))
+    os.kill(env.pool.pids[1], signal.SIGKILL)
+    data = env.step(env.rand_action(step_mdp(data)))
+    assert counts(data) == [[2], [0]] and flags(data, "truncated") == [False, True]
+    assert env.restarts == [0, 1]
+
+
+@pytest.mark.parametrize("killed", ["during", "before"])
+def test_a_worker_killed_in_a_full_reset_gets_a_fresh_reset(killable, killed):
+    make, trigger = killable
+    env = make("reset")
+    root = env.reset()
+    env.step_and_maybe_reset(env.rand_action(root))
+    if killed == "during":
+        trigger.touch()
+    else:
+        os.kill(env.pool.pids[1], signal.SIGKILL)
+    out = env.reset()
+    assert out.batch_size == torch.Size([2]) and counts(out, "count") == [[0], [0]]
+    assert not out["done"].any() and env.restarts == [0, 1]
+    data = env.step(env.rand_action(out))
+    assert counts(data) == [[1], [1]]
+
+
+@pytest.mark.parametrize("killed", ["during", "before"])
+def test_a_worker_killed_in_a_partial_reset_gets_a_fresh_reset(killable, killed):
+    make, trigger = killable
+    env = make("reset")
+    root = env.reset()
+    for _ in range(2):
+        data, root = env.step_and_maybe_reset(env.rand_action(root))
+    if killed == "during":
+        trigger.touch()
+    else:
+        os.kill(env.pool.pids[1], signal.SIGKILL)
+    root["_reset"] = torch.tensor([[False], [True]])
+    out = env.reset(root)
+    assert counts(out, "count") == [[2], [0]] and env.restarts == [0, 1]
+    data = env.step(env.rand_action(out))
+    assert counts(data) == [[3], [1]]
+
+
+def test_a_worker_killed_in_a_partial_reset_of_its_batch_is_reset_whole(tmp_path):
+    trigger = tmp_path / "kill"
+    make = lambda path: lambda: SelfKillingEnv(path, "reset", batch_size=(2,))  # noqa: E731
+    with ParallelEnv(2, [make(str(tmp_path / "never")), make(str(trigger))], max_restarts=1) as env:
+        root = env.reset()
+        for _ in range(2):
+            data, root = env.step_and_maybe_reset(env.rand_action(root))
+        trigger.touch()
+        root["_reset"] = torch.tensor([[[False], [True]], [[False], [True]]])
+        out = env.reset(root)
+        # worker 0: its sub-env 1 only; worker 1, rebuilt: both sub-envs, not the old count
+        assert out["count"].reshape(2, 2).tolist() == [[2, 0], [0, 0]] and env.restarts == [0, 1]
+        assert root["count"].reshape(2, 2).tolist() == [[2, 0], [0, 0]]
+
+
+def test_a_worker_killed_in_a_policy_rollout_is_truncated_there(killable):
+    make, trigger = killable
+    env = make("step", max_restarts=2)
+    steps = []
+
+    def callback(env, data):
+        steps.append(1)
+        if len(steps) == 3:
+            trigger.touch()
+
+    data = env.rollout(6, policy=env.rand_action, callback=callback, break_when_any_done=False)
+    assert data.batch_size == torch.Size([2, 6]) and env.restarts == [0, 1]
+    assert counts(data) == [[1, 2, 3, 4, 5, 6], [1, 2, 3, 0, 1, 2]]
+    truncated = data["next", "truncated"].reshape(2, 6)
+    assert truncated[1].tolist() == [False, False, False, True, False, False] and not truncated[0].any()
+    assert data["next", "done"].reshape(2, 6)[1, 3]
+    steps.clear()
+    stopped = env.rollout(6, policy=env.rand_action, callback=callback)  # stops at the first done
+    assert stopped.batch_size == torch.Size([2, 4]) and flags(stopped[:, -1], "truncated") == [False, True]
+    assert env.restarts == [0, 2]
+
+
+@pytest.mark.parametrize("killed", ["during", "before"])
+def test_a_worker_killed_in_a_chunked_rollout_rolls_its_chunk_again(tmp_path, killed):
+    trigger = tmp_path / "kill"
+    make0 = lambda: GymWrapper(gymnasium.make("CartPole-v1"))  # noqa: E731
+    make1 = lambda: GymWrapper(KillingWrapper(gymnasium.make("CartPole-v1"), str(trigger)))  # noqa: E731
+    runs = []
+    for kill in (False, True):
+        with ParallelEnv(2, [make0, make1], max_restarts=1) as env:
+            env.set_seed(0)
+            env.rollout(3, break_when_any_done=False)
+            if kill and killed == "during":
+                trigger.touch()
+            elif kill:
+                os.kill(env.pool.pids[1], signal.SIGKILL)
+            runs.append(env.rollout(40, break_when_any_done=False))
+            assert env.restarts == [0, int(kill)]
+            assert not trigger.exists()
+    plain, rebuilt = runs
+    assert rebuilt.batch_size == torch.Size([2, 40])
+    assert_same_rollout(rebuilt[0], plain[0])  # the other worker's data is untouched
+    # worker 1's chunk is a whole rollout again, from its fresh reset: each step starts
+    # where the last ended, unless that one was done
+    obs, nxt, done = rebuilt[1]["observation"], rebuilt[1]["next", "observation"], rebuilt[1]["next", "done"]
+    for t in range(39):
+        assert done[t].item() or torch.equal(obs[t + 1], nxt[t])
+
+
+@pytest.mark.parametrize("path", ["reset", "step", "rollout", "chunks"])
+def test_without_restarts_a_killed_worker_is_named(tmp_path, path):
+    factory = (
+        (lambda: GymWrapper(gymnasium.make("CartPole-v1"))) if path == "chunks"
+        else (lambda: SelfKillingEnv(str(tmp_path / "never")))
+    )
+    with ParallelEnv(2, factory) as env:
+        root = env.reset()
+        os.kill(env.pool.pids[1], signal.SIGKILL)
+        with pytest.raises(WorkerDiedError, match=r"worker 1 .*SIGKILL.*max_restarts=0") as info:
+            if path == "reset":
+                env.reset()
+            elif path == "step":
+                env.step_and_maybe_reset(env.rand_action(root))
+            elif path == "rollout":
+                env.rollout(5, policy=env.rand_action, auto_reset=False, tensordict=root)
+            else:
+                env.rollout(5, break_when_any_done=False)
+        assert info.value.index == 1 and env.restarts == [0, 0]
+
+
+def test_restarts_run_out(killable):
+    make, trigger = killable
+    env = make("step", max_restarts=2)
+    root = env.reset()
+    for expected in (1, 2):
+        trigger.touch()
+        data, root = env.step_and_maybe_reset(env.rand_action(root))
+        assert env.restarts == [0, expected]
+    trigger.touch()
+    with pytest.raises(WorkerDiedError, match=r"worker 1 .*2 of max_restarts=2") as info:
+        env.step_and_maybe_reset(env.rand_action(root))
+    assert info.value.index == 1 and info.value.exitcode == -signal.SIGKILL
+
+
+class SlowResetEnv(CountingEnv):
+    """Takes 0.3 s to reset."""
+
+    def _reset(self, tensordict):
+        time.sleep(0.3)
+        return super()._reset(tensordict)
+
+
+def test_an_interrupted_reset_leaves_the_workers_in_step():
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    with ParallelEnv(2, SlowResetEnv) as env:
+        env.start()
+        previous = signal.signal(signal.SIGALRM, interrupt)
+        try:
+            signal.setitimer(signal.ITIMER_REAL, 0.1)
+            with pytest.raises(KeyboardInterrupt):
+                env.reset()  # Ctrl-C while the workers reset
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+        root = env.reset()  # the replies of the interrupted reset do not answer this one
+        assert root["count"].reshape(-1).tolist() == [0.0, 0.0]
+        assert env.step(env.rand_action(root))["next", "count"].reshape(-1).tolist() == [1.0, 1.0]

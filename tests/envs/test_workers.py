@@ -246,6 +246,41 @@ def test_several_failures_raise_the_first_and_note_the_others():
         with pytest.raises(WorkerException, match="raised AttributeError") as info:
             pool.call("nope_not_a_method")
         assert info.value.index == 0 and "worker 1" in info.value.__notes__[0]
+        assert [other.index for other in info.value.others] == [1]  # each failure, for callers that handle them
+
+
+def test_workers_of_a_killed_parent_exit_by_themselves_busy_or_idle(tmp_path):
+    # An idle worker reads the end of its pipe; a busy one (in a long call) does not, and
+    # learns of its parent's death from the pidfd it waits on.
+    script = tmp_path / "parent.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import time
+            from cadence.envs.workers import WorkerPool
+
+            class Sleeper:
+                def sleep(self, seconds):
+                    time.sleep(seconds)
+
+            pool = WorkerPool([Sleeper, Sleeper], timeout=60)
+            pool.start()
+            pool.send(0, "sleep", 60.0)
+            print(" ".join(str(pid) for pid in pool.pids), flush=True)
+            time.sleep(60)
+            """
+        )
+    )
+    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        pids = [int(pid) for pid in parent.stdout.readline().split()]
+        assert len(pids) == 2 and all(is_running(pid) for pid in pids)
+        parent.kill()
+        parent.wait()
+        assert_gone(pids, within=8.0)
+    finally:
+        parent.kill()
+        parent.wait()
 
 
 def test_unpicklable_result_is_a_worker_exception_and_the_worker_lives_on():
