@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gymnasium
+import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
@@ -145,3 +146,35 @@ class TextEnv(gymnasium.Env):
     def step(self, action):
         self.t += 1
         return f"step{self.t}", 1.0, self.t >= 3, False, {}
+
+
+class OffSpaceEnv(gymnasium.Env):
+    """Declares a Box of shape (3,) (float32, or uint8) but returns ``shape``/``dtype``
+    observations at ``at`` ("reset", "step" or "both"); well-formed ones elsewhere.
+    Its episodes end (terminated) after 4 steps."""
+
+    def __init__(
+        self,
+        shape: tuple[int, ...] = (4,),
+        dtype: type = np.float32,
+        at: str = "both",
+        box_dtype: type = np.float32,
+    ) -> None:
+        self.observation_space = gymnasium.spaces.Box(0, 1, (3,), dtype=box_dtype)
+        self.action_space = gymnasium.spaces.Discrete(2)
+        self.shape, self.dtype, self.at, self.box_dtype = shape, dtype, at, box_dtype
+        self.t = 0
+
+    def _obs(self, where: str) -> np.ndarray:
+        if self.at in (where, "both"):
+            return np.zeros(self.shape, dtype=self.dtype)
+        return np.zeros(3, dtype=self.box_dtype)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self.t = 0
+        return self._obs("reset"), {}
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self.t += 1
+        return self._obs("step"), 0.0, self.t >= 4, False, {}

@@ -29,7 +29,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from cadence.modules.tensor_view import TensorStep
-from cadence.envs.libs.gym_rollout import _carried_entries
+from cadence.envs.libs.gym_rollout import _carried_entries, check_observation, explain_observation_error
 from cadence.envs.common import EnvBase
 
 __all__ = ["EnvRunner", "GymRunner", "TrajectoryIds", "gym_runner_applies"]
@@ -261,6 +261,7 @@ class GymRunner:
     def reset(self) -> None:
         """Resets every simulator now; the next batch starts new trajectories."""
         obs = np.asarray(self.group.reset_all() if self.mode != "single" else self.wrappers[0]._reset_backend()[0])
+        check_observation(self.env, obs, "reset()")  # as the rollout shortcut does, rather than reshape's error
         self.obs = np.array(obs, dtype=self.obs_dtype, copy=True).reshape(*self.batch_size, *self.obs_shape)
         self.carried = {}
         self.counts = np.zeros_like(self.counts)
@@ -403,49 +404,76 @@ class GymRunner:
     ) -> np.ndarray | None:
         """Steps every simulator at time ``t``; writes where the env stands next into
         ``following`` (reset observations where done); returns the done mask, if any.
-        ``limit`` marks the envs that a step counter truncates at this step."""
+        ``limit`` marks the envs that a step counter truncates at this step.
+
+        A simulator off its declared observation space is named at no cost per step: a
+        failed write is translated (the ``try`` costs nothing when nothing fails), and
+        the first step of each batch (``t == 0``) checks what numpy would broadcast
+        silently (a scalar into a row)."""
+        obs: Any = None
+        where = "step()"
         if self.mode == "serial":
             any_done = False
             next_t, reward_t, term_t, trunc_t = next_obs[t], reward[t], terminated[t], truncated[t]
-            for i, wrapper in enumerate(self.wrappers):
-                obs, r, te, tr, _ = wrapper._env.step(action[i])
-                if limit is not None and limit[i]:
-                    tr = True
-                next_t[i] = obs
-                reward_t[i] = r
-                term_t[i] = te
-                trunc_t[i] = tr
-                if te or tr:
-                    any_done = True
-                    obs = wrapper._reset_backend()[0]
-                following[i] = obs
+            wrapper = self.wrappers[0]
+            try:
+                for i, wrapper in enumerate(self.wrappers):
+                    obs, r, te, tr, _ = wrapper._env.step(action[i])
+                    if t == 0:
+                        check_observation(wrapper, obs, where)
+                    if limit is not None and limit[i]:
+                        tr = True
+                    next_t[i] = obs
+                    reward_t[i] = r
+                    term_t[i] = te
+                    trunc_t[i] = tr
+                    if te or tr:
+                        any_done = True
+                        where = "reset()"
+                        obs = wrapper._reset_backend()[0]
+                    following[i] = obs
+                    where = "step()"
+            except (ValueError, TypeError) as err:
+                explain_observation_error(wrapper, obs, where, err)
             return np.logical_or(term_t, trunc_t) if any_done else None
         if self.mode == "single":
             wrapper = self.wrappers[0]
-            obs, r, te, tr, _ = wrapper._env.step(action)
-            if limit is not None and limit:
-                tr = True
-            next_obs[t] = obs
-            reward[t] = r
-            terminated[t] = te
-            truncated[t] = tr
-            if te or tr:
-                obs = wrapper._reset_backend()[0]
-            following[...] = obs
+            try:
+                obs, r, te, tr, _ = wrapper._env.step(action)
+                if t == 0:
+                    check_observation(wrapper, obs, where)
+                if limit is not None and limit:
+                    tr = True
+                next_obs[t] = obs
+                reward[t] = r
+                terminated[t] = te
+                truncated[t] = tr
+                if te or tr:
+                    where = "reset()"
+                    obs = wrapper._reset_backend()[0]
+                following[...] = obs
+            except (ValueError, TypeError) as err:
+                explain_observation_error(wrapper, obs, where, err)
             return np.asarray(True) if (te or tr) else None
-        obs, r, te, tr = self.group.step(action)
-        next_obs[t] = obs
-        reward[t] = np.asarray(r).reshape(reward[t].shape)
-        terminated[t] = np.asarray(te).reshape(terminated[t].shape)
-        truncated[t] = np.asarray(tr).reshape(truncated[t].shape)
-        if limit is not None:
-            truncated[t] |= limit
-        done = terminated[t] | truncated[t]
-        if done.any():
-            obs = self.group.reset_done(done, obs)
+        try:
+            obs, r, te, tr = self.group.step(action)
+            if t == 0:
+                check_observation(self.env, obs, where)
+            next_obs[t] = obs
+            reward[t] = np.asarray(r).reshape(reward[t].shape)
+            terminated[t] = np.asarray(te).reshape(terminated[t].shape)
+            truncated[t] = np.asarray(tr).reshape(truncated[t].shape)
+            if limit is not None:
+                truncated[t] |= limit
+            done = terminated[t] | truncated[t]
+            if done.any():
+                where = "reset()"
+                obs = self.group.reset_done(done, obs)
+                following[...] = obs
+                return done
             following[...] = obs
-            return done
-        following[...] = obs
+        except (ValueError, TypeError) as err:
+            explain_observation_error(self.env, obs, where, err)
         return None
 
     def _assemble(

@@ -46,6 +46,7 @@ from cadence.collectors.utils import split_trajectories
 from cadence.envs._shared_memory import anonymous_like
 from cadence.envs.batched import EnvCreator
 from cadence.envs.common import EnvBase, next_seed
+from cadence.envs.seeding import validate_seed
 from cadence.envs.utils import ExplorationType
 from cadence.envs.workers import WorkerError, WorkerPool, WorkerTimeoutError, default_start_method
 
@@ -356,6 +357,11 @@ class _MultiCollectorBase(DataCollectorBase):
         """Seeds worker 0 with ``seed``, worker 1 with the seed worker 0 returns, and so
         on; returns the seed after the last. Each worker's next batch starts from a reset.
 
+        Raises:
+            TypeError, ValueError: a seed that is not None or an int with
+                ``0 <= seed < 2**63``, checked before anything changes: the batches on
+                their way are kept and the workers go on as before.
+
         Examples:
             >>> from cadence.collectors import MultiSyncDataCollector
             >>> from cadence.envs import GymEnv
@@ -367,6 +373,9 @@ class _MultiCollectorBase(DataCollectorBase):
             >>> bool((runs[0] == runs[1]).all())
             True
         """
+        # here, not in the workers: a worker's refusal would stop them all, after the batches
+        # on their way were dropped
+        seed = validate_seed(seed, f"{type(self).__name__}.set_seed")
         self._settle()
         self._ready.clear()
         try:

@@ -12,6 +12,12 @@ A rollout with random actions that never stops early runs in chunks: each worker
 rolls its own env out on the gymnasium shortcut, with actions drawn here (so the
 result equals ``SerialEnv``'s for the same seed), in one message per rollout.
 
+A gymnasium simulator whose observations do not have the shape of its declared space
+is named (a ``SpecMismatchError`` with the key and both shapes, raised in the worker and
+reported here with its index) on every path: the chunks check as ``GymEnv.rollout``
+does, and a worker stepping into the shared arrays translates a failed write and
+checks the first observation after each reset for what numpy would broadcast silently.
+
 Faults never hang the caller (see ``workers.py``): an exception in a worker is raised
 here with its index and traceback; a worker that hangs past ``timeout`` raises a timeout
 error; a dead worker is noticed at once and, with ``max_restarts``, rebuilt (and
@@ -99,6 +105,7 @@ class _EnvWorker:
 
     def _bind_arrays(self) -> None:
         """Numpy views of the shared slices, for stepping the simulator directly."""
+        self.observation_checked = False  # the first step after a reset checks its observation
         self.action = self.input.get("action")
         flat = {name: self.output.get(name).numpy().reshape(-1) for name in ("reward", "done", "terminated", "truncated")}
         self.reward_out, self.done_out = flat["reward"], flat["done"]
@@ -115,6 +122,7 @@ class _EnvWorker:
         out = self.env.reset(tensordict)
         if not self.shared:
             return out
+        self.observation_checked = False
         self.current.update_(out.select(*self.current_keys, strict=False))
         return None
 
@@ -134,7 +142,17 @@ class _EnvWorker:
     def _step_arrays(self) -> None:
         env = self.env
         obs, reward, terminated, truncated, _ = env._env.step(env._to_backend(self.action))
-        self.obs_out[...] = obs
+        try:  # costs nothing unless it fails: a simulator off its declared space is named below
+            self.obs_out[...] = obs
+        except (ValueError, TypeError) as err:
+            from cadence.envs.libs.gym_rollout import explain_observation_error
+
+            explain_observation_error(env, obs, "step()", err)
+        if not self.observation_checked:  # once per episode: what numpy broadcast silently (a scalar)
+            from cadence.envs.libs.gym_rollout import check_observation
+
+            check_observation(env, obs, "step()")
+            self.observation_checked = True
         self.obs_now[...] = obs
         self.reward_out[...] = reward
         self.terminated_out[...] = terminated

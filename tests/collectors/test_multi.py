@@ -24,7 +24,10 @@ from cadence.collectors import (
     MultiSyncDataCollector,
 )
 from cadence.envs import GymEnv, PendulumEnv, SerialEnv
+from cadence.envs.libs.gym import GymWrapper
+from cadence.envs.utils import SpecMismatchError
 from cadence.envs.workers import WorkerDiedError, WorkerException
+from tests.fakes import OffSpaceEnv
 
 NAMES = ("MultiSyncDataCollector", "MultiaSyncDataCollector")
 
@@ -296,3 +299,60 @@ def test_a_worker_that_hangs_is_named_after_the_timeout(cls: type) -> None:
         for _ in collector:
             pass
     assert time.monotonic() - start < 10
+
+
+# ---------------------------------------------------------------- bad values (issue #14)
+@pytest.mark.parametrize("at", ["reset", "step"])
+@pytest.mark.parametrize("cls", [MultiSyncDataCollector, MultiaSyncDataCollector])
+def test_an_observation_off_its_declared_shape_is_named_by_the_worker(cls: type, at: str) -> None:
+    make = lambda: GymWrapper(OffSpaceEnv(shape=(4,), at=at))  # noqa: E731
+    collector = cls([make, make], frames_per_batch=8, total_frames=16)
+    with pytest.raises(WorkerException) as info:
+        collector.next()
+    message = str(info.value)
+    assert f"worker {info.value.index} of '{cls.__name__}'" in message
+    assert "raised SpecMismatchError in 'collect'" in message
+    assert (
+        f"the simulator's {at}() gave an observation of shape (4,) and dtype float32 at key 'observation', "
+        "but its spec (from the declared observation space) has shape (3,)" in message
+    )
+    assert isinstance(info.value.remote_exception, SpecMismatchError)
+    assert collector._closed
+
+
+def _per_worker(batches: list[TensorDictBase], workers: int = 2) -> list[list[torch.Tensor]]:
+    """Each worker's delivered observations, in order (its trajectory ids are ``i mod workers``)."""
+    out: list[list[torch.Tensor]] = [[] for _ in range(workers)]
+    for batch in batches:
+        ids = batch["collector", "traj_ids"].reshape(-1)
+        out[int(ids[0]) % workers].append(batch["next", "observation"])
+    return out
+
+
+@pytest.mark.parametrize("cls", [MultiSyncDataCollector, MultiaSyncDataCollector])
+def test_set_seed_rejects_bad_seeds_before_anything_changes(cls: type) -> None:
+    # the workers used to be asked first: their refusal shut the collector down
+    runs = []
+    for refuse in (False, True):
+        with cls([pendulum] * 2, frames_per_batch=20) as collector:
+            collector.set_seed(3)
+            batches = [collector.next()]
+            if refuse:
+                message = rf"{cls.__name__}.set_seed: the seed must be .*0 <= seed < 2\*\*63"
+                for bad, error in ((-1, ValueError), (2**64, ValueError), (1.5, TypeError)):
+                    with pytest.raises(error, match=message):
+                        collector.set_seed(bad)
+            while len(batches) < 6:
+                batches.append(collector.next())
+            assert not collector._closed
+        runs.append(batches if cls is MultiSyncDataCollector else _per_worker(batches))
+    if cls is MultiSyncDataCollector:
+        for plain, refused in zip(*runs):
+            assert torch.equal(plain["next", "observation"], refused["next", "observation"])
+    else:  # the delivery order depends on timing; each worker's own sequence does not
+        compared = 0
+        for plain, refused in zip(*runs):
+            for a, b in zip(plain, refused):
+                assert torch.equal(a, b)
+                compared += 1
+        assert compared >= 1

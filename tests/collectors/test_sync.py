@@ -3,6 +3,7 @@ random frames, resets, splitting, state, errors."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from tensordict import TensorDictBase
@@ -10,8 +11,10 @@ from tensordict.nn import TensorDictModule, TensorDictSequential
 
 from cadence.collectors import Collector, SyncDataCollector
 from cadence.envs import GymEnv, PendulumEnv, SerialEnv, StepCounter, TransformedEnv
-from cadence.envs.utils import ExplorationType
+from cadence.envs.libs.gym import GymWrapper
+from cadence.envs.utils import ExplorationType, SpecMismatchError
 from cadence.modules import OrnsteinUhlenbeckProcessModule
+from tests.fakes import OffSpaceEnv
 
 
 def pendulum_batch(n: int = 3) -> SerialEnv:
@@ -370,3 +373,94 @@ def test_a_parallel_env_worker_killed_in_a_batch_is_rebuilt_and_truncated(tmp_pa
         with pytest.raises(WorkerDiedError, match=r"worker 1 .*SIGKILL.*max_restarts=0") as info:
             collector.next()
         assert info.value.index == 1
+
+
+# ---------------------------------------------------------------- bad values (issue #14)
+class FirstOfTwo(torch.nn.Module):
+    """Always the first of the two one-hot actions of ``OffSpaceEnv``."""
+
+    def forward(self, observation: torch.Tensor) -> torch.Tensor:
+        action = torch.zeros(*observation.shape[:-1], 2, dtype=torch.bool)
+        action[..., 0] = True
+        return action
+
+
+def first_of_two(tensordict: TensorDictBase) -> TensorDictBase:
+    return tensordict.set("action", FirstOfTwo()(tensordict.get("observation")))
+
+
+OFF_SPACE_POLICIES = {
+    "random": lambda: None,
+    "compiled": lambda: TensorDictModule(FirstOfTwo(), ["observation"], ["action"]),
+    "tensordict": lambda: first_of_two,
+}
+OFF_SPACE_ENVS = {
+    "GymWrapper": lambda make: GymWrapper(make()),
+    "SerialEnv": lambda make: SerialEnv(2, lambda: GymWrapper(make())),
+    "under a StepCounter": lambda make: TransformedEnv(GymWrapper(make()), StepCounter(3)),
+}
+
+
+@pytest.mark.parametrize("at", ["reset", "step"])
+@pytest.mark.parametrize("policy", list(OFF_SPACE_POLICIES))
+@pytest.mark.parametrize("kind", list(OFF_SPACE_ENVS))
+def test_an_observation_off_its_declared_shape_is_named_on_the_fast_path(kind: str, policy: str, at: str) -> None:
+    # the gymnasium runner used to fail with numpy's "could not broadcast" / "cannot reshape"
+    env = OFF_SPACE_ENVS[kind](lambda: OffSpaceEnv(shape=(4,), at=at))
+    collector = SyncDataCollector(env, OFF_SPACE_POLICIES[policy](), frames_per_batch=8, total_frames=16)
+    assert collector.uses_fast_path
+    # a serial batch's first reset is stacked and checked whole; its steps are checked per sub-env
+    shapes = ("(2, 4)", "(2, 3)") if kind == "SerialEnv" and at == "reset" else ("(4,)", "(3,)")
+    with pytest.raises(SpecMismatchError) as info:
+        collector.next()
+    assert (
+        f"the simulator's {at}() gave an observation of shape {shapes[0]} and dtype float32 at key 'observation', "
+        f"but its spec (from the declared observation space) has shape {shapes[1]}" in str(info.value)
+    )
+    collector.shutdown()
+
+
+class LateOffSpaceEnv(OffSpaceEnv):
+    """Well-formed until its second reset, whose observation has shape (4,)."""
+
+    def __init__(self) -> None:
+        super().__init__(shape=(3,))
+        self.resets = 0
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[object, dict]:
+        obs, info = super().reset(seed=seed, options=options)
+        self.resets += 1
+        return (obs if self.resets < 2 else obs[[0, 1, 2, 2]]), info
+
+
+@pytest.mark.parametrize("kind", ["GymWrapper", "SerialEnv"])
+def test_a_reset_off_its_declared_shape_inside_a_batch_is_named(kind: str) -> None:
+    # episodes end after 4 steps: the reset after the first one comes within the batch
+    collector = SyncDataCollector(OFF_SPACE_ENVS[kind](LateOffSpaceEnv), frames_per_batch=12, total_frames=12)
+    assert collector.uses_fast_path
+    message = r"GymWrapper: the simulator's reset\(\) gave an observation of shape \(4,\).*has shape \(3,\)"
+    with pytest.raises(SpecMismatchError, match=message):
+        collector.next()
+
+
+@pytest.mark.parametrize("kind", ["GymWrapper", "SerialEnv"])
+def test_a_scalar_observation_is_named_on_the_fast_path_not_broadcast(kind: str) -> None:
+    # numpy would broadcast the scalar into the batch's (3,) rows
+    env = OFF_SPACE_ENVS[kind](lambda: OffSpaceEnv(shape=(), at="step"))
+    collector = SyncDataCollector(env, frames_per_batch=8, total_frames=8)
+    with pytest.raises(SpecMismatchError, match=r"step\(\) gave an observation of shape \(\).*has shape \(3,\)"):
+        collector.next()
+
+
+def test_observations_that_fit_their_space_still_collect_on_the_fast_path() -> None:
+    # float64 for a float32 space: cast, as before; a policy's own ValueError is not renamed
+    env = GymWrapper(OffSpaceEnv(shape=(3,), dtype=np.float64))
+    collector = SyncDataCollector(env, frames_per_batch=8, total_frames=8)
+    batch = collector.next()
+    assert batch["next", "observation"].dtype == torch.float32 and batch.batch_size == torch.Size([8])
+
+    def failing(tensordict: TensorDictBase) -> TensorDictBase:
+        raise ValueError("the policy's own failure")
+
+    with pytest.raises(ValueError, match="the policy's own failure"):
+        SyncDataCollector(GymWrapper(OffSpaceEnv(shape=(3,))), failing, frames_per_batch=8).next()

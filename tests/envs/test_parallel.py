@@ -11,6 +11,7 @@ import textwrap
 import time
 
 import gymnasium
+import numpy as np
 import pytest
 import torch
 from tensordict import LazyStackedTensorDict, TensorDict
@@ -19,7 +20,16 @@ from cadence.data import Binary, Composite, Unbounded
 from cadence.envs import EnvCreator, GymEnv, ParallelEnv, PendulumEnv, SerialEnv, check_env_specs, step_mdp
 from cadence.envs.workers import WorkerDiedError, WorkerError, WorkerException, WorkerTimeoutError
 from cadence.envs import GymWrapper
-from tests.fakes import CountingEnv, FailingEnv, SharedCounterEnv, SleepyEnv, TextEnv, assert_same_rollout
+from cadence.envs.utils import SpecMismatchError
+from tests.fakes import (
+    CountingEnv,
+    FailingEnv,
+    OffSpaceEnv,
+    SharedCounterEnv,
+    SleepyEnv,
+    TextEnv,
+    assert_same_rollout,
+)
 
 
 def _gone(pid: int, within: float = 3.0) -> bool:
@@ -514,3 +524,59 @@ def test_an_interrupted_reset_leaves_the_workers_in_step():
         root = env.reset()  # the replies of the interrupted reset do not answer this one
         assert root["count"].reshape(-1).tolist() == [0.0, 0.0]
         assert env.step(env.rand_action(root))["next", "count"].reshape(-1).tolist() == [1.0, 1.0]
+
+
+# ---------------------------------------------------------------- bad values (issue #14)
+def _one_hot_policy(td):
+    return td.set("action", torch.tensor([True, False]).expand(*td.batch_size, 2).clone())
+
+
+def _step_once(env):
+    root = env.reset()
+    env.step(env.rand_action(root))
+
+
+OFF_SPACE_PATHS = {
+    "rollout, random actions (chunks)": lambda env: env.rollout(3, break_when_any_done=False),
+    "rollout, policy": lambda env: env.rollout(3, _one_hot_policy),
+    "step": _step_once,
+    "reset": lambda env: env.reset(),
+}
+
+
+@pytest.mark.parametrize(
+    "path, at",
+    [(path, at) for path in OFF_SPACE_PATHS for at in ("reset", "step") if not (path == "reset" and at == "step")],
+)
+def test_an_observation_off_its_declared_shape_is_named_by_the_worker(path, at):
+    # the shared-memory step used to fail with numpy's "could not broadcast input array"
+    with ParallelEnv(2, lambda: GymWrapper(OffSpaceEnv(shape=(4,), at=at))) as env:
+        with pytest.raises(WorkerException) as info:
+            OFF_SPACE_PATHS[path](env)
+    method = "rollout_chunk" if path.endswith("(chunks)") else at
+    message = str(info.value)
+    assert f"worker {info.value.index} of 'ParallelEnv'" in message
+    assert f"raised SpecMismatchError in '{method}'" in message
+    assert (
+        "observation of shape (4,) and dtype float32 at key 'observation', "
+        "but its spec (from the declared observation space) has shape (3,)" in message
+    )
+    assert isinstance(info.value.remote_exception, SpecMismatchError)
+
+
+@pytest.mark.parametrize("path", ["rollout, policy", "step"])
+def test_a_scalar_observation_is_named_by_the_worker_not_broadcast(path):
+    # numpy would broadcast the scalar into the worker's (3,) row of shared memory
+    with ParallelEnv(2, lambda: GymWrapper(OffSpaceEnv(shape=(), at="step"))) as env:
+        message = r"SpecMismatchError in 'step'.*observation of shape \(\).*has shape \(3,\)"
+        with pytest.raises(WorkerException, match=message):
+            OFF_SPACE_PATHS[path](env)
+
+
+def test_observations_that_fit_their_space_still_step_through_shared_memory():
+    # a float64 observation for a float32 space is cast, as before; every episode rechecks
+    with ParallelEnv(2, lambda: GymWrapper(OffSpaceEnv(shape=(3,), dtype=np.float64))) as env:
+        data = env.rollout(10, _one_hot_policy, break_when_any_done=False)
+    assert data["next", "observation"].shape == torch.Size([2, 10, 3])
+    assert data["next", "observation"].dtype == torch.float32
+    assert int(data["next", "done"].sum()) == 4  # episodes of 4 steps: reset and stepped again

@@ -14,9 +14,12 @@ after the other into the same arrays (``SimulatorGroup``).
 
 A simulator whose observations do not have the shape of its declared space is
 reported by a ``SpecMismatchError`` naming the key and both shapes, at no cost per
-step: the first reset's observation and the last step's are checked once per rollout,
-and a step whose observation cannot be written into the arrays has its failure
-translated (the loops run inside one ``try``). An observation with the right number of
+step: the first reset's observation and the last step's are checked once per rollout
+(``check_observation``), and a step whose observation cannot be written into the
+arrays has its failure translated (the loops run inside one ``try``;
+``explain_observation_error``). The other fast paths that write gymnasium observations
+into arrays (``ParallelEnv``'s workers, the collectors' gymnasium runner) use the same
+two functions. An observation with the right number of
 elements but another shape is reshaped by the generic path; here it is accepted where
 numpy can write it as it is (``(1, 3)`` for ``(3,)``) and reported otherwise.
 
@@ -42,7 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover - type hints only
     from cadence.envs.common import EnvBase
     from cadence.envs.libs.gym import GymWrapper
 
-__all__ = ["SimulatorGroup", "fast_gym_rollout"]
+__all__ = ["SimulatorGroup", "check_observation", "explain_observation_error", "fast_gym_rollout"]
 
 _ENV_ROOT_KEYS = ("observation", "done", "terminated", "truncated")
 _ENV_NEXT_KEYS = ("observation", "reward", "done", "terminated", "truncated")
@@ -67,8 +70,31 @@ def _observation_mismatch(env: EnvBase, obs: Any, where: str, exact: bool = Fals
     )
 
 
-def _check_observation(env: EnvBase, obs: Any, where: str) -> None:
-    """Raises if ``obs`` has the wrong number of elements (done once per rollout)."""
+def check_observation(env: EnvBase, obs: Any, where: str) -> None:
+    """Raises if a raw simulator observation has the wrong number of elements for the
+    env's ``"observation"`` spec: what numpy would broadcast silently into the arrays
+    of a fast path (a scalar into a row). Done once per rollout or batch, not per step.
+
+    Args:
+        env: the env whose ``full_observation_spec["observation"]`` the observation
+            must fit (batch dims included).
+        obs: the simulator's observation (``None`` is let through: no step was taken).
+        where: the simulator call that gave it, for the message (``"step()"``).
+
+    Raises:
+        SpecMismatchError: naming the key, the spec's shape and dtype and the
+            observation's.
+
+    Examples:
+        >>> import numpy as np
+        >>> from cadence.envs.libs.gym import GymEnv
+        >>> env = GymEnv("CartPole-v1")
+        >>> check_observation(env, np.zeros(4, dtype=np.float32), "step()")
+        >>> check_observation(env, np.float32(0), "step()")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+            ...
+        cadence.envs.utils.SpecMismatchError: GymEnv: the simulator's step() gave an observation of shape () ... has shape (4,) ...
+    """
     spec = env.full_observation_spec["observation"]
     if np.size(obs) != spec.shape.numel():
         error = _observation_mismatch(env, obs, where)
@@ -76,9 +102,38 @@ def _check_observation(env: EnvBase, obs: Any, where: str) -> None:
             raise error
 
 
-def _translate(env: EnvBase, obs: Any, where: str, err: Exception) -> None:
-    """Raises a ``SpecMismatchError`` for an observation that could not be written into
-    the rollout's arrays, or ``err`` again if the observation is not the cause."""
+def explain_observation_error(env: EnvBase, obs: Any, where: str, err: Exception) -> None:
+    """Re-raises a failure to write an observation into a fast path's arrays as a
+    ``SpecMismatchError`` that names the key and both shapes, or ``err`` itself if the
+    observation fits its spec (the failure came from elsewhere, a policy say).
+
+    Fast paths write each step inside one ``try`` and call this in its ``except``, so
+    that a well-behaved simulator pays nothing for the check.
+
+    Args:
+        env: the env whose ``full_observation_spec["observation"]`` the observation
+            must fit (batch dims included).
+        obs: the observation that was being written.
+        where: the simulator call that gave it, for the message (``"step()"``).
+        err: the failure (numpy's ``"could not broadcast ..."``).
+
+    Raises:
+        SpecMismatchError: from ``err``, if ``obs`` does not have the spec's shape.
+        Exception: ``err`` itself otherwise.
+
+    Examples:
+        >>> import numpy as np
+        >>> from cadence.envs.libs.gym import GymEnv
+        >>> env = GymEnv("CartPole-v1")
+        >>> obs = np.zeros(5, dtype=np.float32)
+        >>> try:  # doctest: +ELLIPSIS
+        ...     np.empty(4, dtype=np.float32)[...] = obs
+        ... except ValueError as err:
+        ...     explain_observation_error(env, obs, "step()", err)
+        Traceback (most recent call last):
+            ...
+        cadence.envs.utils.SpecMismatchError: GymEnv: the simulator's step() gave an observation of shape (5,) ... has shape (4,) ...
+    """
     error = _observation_mismatch(env, obs, where, exact=True)
     if error is None:
         raise err
@@ -192,11 +247,11 @@ def fast_gym_rollout(
     group = group if group is not None else SimulatorGroup([env], serial=False)  # type: ignore[list-item]
     if reset:
         first = group.reset_all()
-        _check_observation(env, first, "reset()")
+        check_observation(env, first, "reset()")
         try:
             arrays.root_obs[0] = first
         except (ValueError, TypeError) as err:
-            _translate(env, first, "reset()", err)
+            explain_observation_error(env, first, "reset()", err)
     else:
         arrays.root_obs[0] = 0
     if policy is None:
@@ -220,11 +275,11 @@ def _single_rollout(
 ) -> TensorDictBase:
     if reset:
         first = env._reset_backend()[0]
-        _check_observation(env, first, "reset()")
+        check_observation(env, first, "reset()")
         try:
             arrays.root_obs[0] = first
         except (ValueError, TypeError) as err:
-            _translate(env, first, "reset()", err)
+            explain_observation_error(env, first, "reset()", err)
     else:
         arrays.root_obs[0] = 0
     if policy is None:
@@ -262,8 +317,8 @@ def _run_random_single(env: GymWrapper, arrays: _StepArrays, actions: Any, break
                 if t + 1 < max_steps:
                     reset_rows.append((t + 1, reset_env()[0]))
     except (ValueError, TypeError) as err:
-        _translate(env, obs, "step()", err)
-    _check_observation(env, obs, "step()")  # once: an observation numpy broadcast silently
+        explain_observation_error(env, obs, "step()", err)
+    check_observation(env, obs, "step()")  # once: an observation numpy broadcast silently
     # the next step starts where this one ended, except after a reset
     arrays.root_obs[1:steps] = next_obs[: steps - 1]
     for t, obs in reset_rows:
@@ -296,8 +351,8 @@ def _run_random_batched(
             if t + 1 < max_steps:
                 root_obs[t + 1] = obs
     except (ValueError, TypeError) as err:
-        _translate(env, obs, "step()", err)
-    _check_observation(env, obs, "step()")  # once: an observation numpy broadcast silently
+        explain_observation_error(env, obs, "step()", err)
+    check_observation(env, obs, "step()")  # once: an observation numpy broadcast silently
     return steps
 
 
@@ -343,8 +398,8 @@ def _run_policy(
             if t + 1 < max_steps:
                 arrays.root_obs[t + 1] = obs
     except (ValueError, TypeError) as err:
-        _translate(env, obs, "step()", err)
-    _check_observation(env, obs, "step()")  # once: an observation numpy broadcast silently
+        explain_observation_error(env, obs, "step()", err)
+    check_observation(env, obs, "step()")  # once: an observation numpy broadcast silently
     return steps, env._stack_steps(recorded, contiguous=True)
 
 

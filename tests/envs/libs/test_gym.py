@@ -17,7 +17,7 @@ from cadence.envs.transforms import RewardSum
 from cadence.envs.utils import SpecCheckError, SpecMismatchError
 from cadence.envs.gym_like import default_info_dict_reader
 from cadence.envs.libs.gym import GymEnv, GymWrapper, set_gym_backend, space_to_spec
-from tests.fakes import GenericPathGymEnv, TextEnv, assert_same_rollout
+from tests.fakes import GenericPathGymEnv, OffSpaceEnv, TextEnv, assert_same_rollout
 
 spaces = gymnasium.spaces
 
@@ -347,31 +347,6 @@ def test_top_level_tuple_observations():
 
 
 # ---------------------------------------------------------------- bad values (issue #14)
-class OffSpaceEnv(gymnasium.Env):
-    """Declares a Box of shape (3,) (float32, or uint8) but returns ``shape``/``dtype``
-    observations at ``at`` ("reset", "step" or "both"); well-formed ones elsewhere."""
-
-    def __init__(self, shape=(4,), dtype=np.float32, at="both", box_dtype=np.float32):
-        self.observation_space = spaces.Box(0, 1, (3,), dtype=box_dtype)
-        self.action_space = spaces.Discrete(2)
-        self.shape, self.dtype, self.at, self.box_dtype = shape, dtype, at, box_dtype
-        self.t = 0
-
-    def _obs(self, where):
-        if self.at in (where, "both"):
-            return np.zeros(self.shape, dtype=self.dtype)
-        return np.zeros(3, dtype=self.box_dtype)
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t = 0
-        return self._obs("reset"), {}
-
-    def step(self, action):
-        self.t += 1
-        return self._obs("step"), 0.0, self.t >= 4, False, {}
-
-
 def _one_hot_policy(td):
     return td.set("action", torch.tensor([True, False]).expand(*td.batch_size, 2).clone())
 
