@@ -246,12 +246,7 @@ def fast_gym_rollout(
         return _single_rollout(env, arrays, max_steps, policy, break_when_any_done, set_truncated, actions, reset)
     group = group if group is not None else SimulatorGroup([env], serial=False)  # type: ignore[list-item]
     if reset:
-        first = group.reset_all()
-        check_observation(env, first, "reset()")
-        try:
-            arrays.root_obs[0] = first
-        except (ValueError, TypeError) as err:
-            explain_observation_error(env, first, "reset()", err)
+        _write_first_observation(env, arrays, group.reset_all())
     else:
         arrays.root_obs[0] = 0
     if policy is None:
@@ -261,6 +256,15 @@ def fast_gym_rollout(
         env, arrays, policy, break_when_any_done, group.step, group.to_backend, group.reset_done
     )
     return _assemble(env, arrays, steps, None, policy_data, set_truncated)
+
+
+def _write_first_observation(env: GymWrapper, arrays: _StepArrays, first: Any) -> None:
+    """The reset's observation into the rollout's first row, named if it is off its space."""
+    check_observation(env, first, "reset()")
+    try:
+        arrays.root_obs[0] = first
+    except (ValueError, TypeError) as err:
+        explain_observation_error(env, first, "reset()", err)
 
 
 def _single_rollout(
@@ -274,12 +278,7 @@ def _single_rollout(
     reset: bool,
 ) -> TensorDictBase:
     if reset:
-        first = env._reset_backend()[0]
-        check_observation(env, first, "reset()")
-        try:
-            arrays.root_obs[0] = first
-        except (ValueError, TypeError) as err:
-            explain_observation_error(env, first, "reset()", err)
+        _write_first_observation(env, arrays, env._reset_backend()[0])
     else:
         arrays.root_obs[0] = 0
     if policy is None:
