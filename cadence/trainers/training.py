@@ -142,14 +142,28 @@ def load_policy(folder: str | os.PathLike[str]) -> tuple[TrainConfig, TensorDict
         history = checkpoint_history(folder / "checkpoints")
         if not history:
             raise ConfigError(f"{folder} holds no policy yet: neither policy.pt nor a checkpoint")
-        source = history[0] / "state.pt"
-        state, _, _ = read_training_state(history[0], key=None, required=("agent",))
-        weights = state["agent"]["policy"]
+        source, weights = _checkpointed_policy(history)
     env = make_env(config, seed=config.seed)
     policy = build_agent(config, env).policy
     env.close()
     _load_into(policy, weights, source)
     return config, policy, str(source)
+
+
+def _checkpointed_policy(history: list[Path]) -> tuple[Path, Any]:
+    """The policy weights of the newest readable checkpoint in ``history``, and their file."""
+    problems = []
+    for directory in history:
+        try:
+            state, _, _ = read_training_state(directory, key=None, required=("agent",))
+        except CheckpointError as err:
+            problems.append(str(err))
+            continue
+        agent = state["agent"]
+        if isinstance(agent, dict) and isinstance(agent.get("policy"), dict):
+            return directory / "state.pt", agent["policy"]
+        problems.append(f"{directory / 'state.pt'}: its 'agent' entry holds no 'policy' weights")
+    raise CheckpointError("no readable policy in the checkpoints: " + "; ".join(problems))
 
 
 def _load_into(module: Any, state: Any, source: Path) -> None:

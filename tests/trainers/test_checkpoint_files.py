@@ -180,3 +180,13 @@ def test_a_policy_of_another_network_is_named(finished_run: Path, tmp_path: Path
     torch.save({"config": {}, "policy": {"module.0.weight": torch.zeros(3)}}, run / "policy.pt")
     assert main(["eval", str(run), "--no-video"]) == 2
     assert f"{run / 'policy.pt'}: does not fit this run's" in capsys.readouterr().err
+
+
+def test_eval_reads_the_policy_of_the_checkpoint_before_a_damaged_one(finished_run: Path, tmp_path: Path,
+                                                                     capsys) -> None:
+    run = _copy_run(finished_run, tmp_path)
+    (run / "policy.pt").unlink()
+    newest, previous = checkpoint_history(run / "checkpoints")
+    _truncate(newest / "state.pt")
+    assert main(["eval", str(run), "--episodes", "1", "--no-video"]) == 0
+    assert f"policy from {previous / 'state.pt'}" in capsys.readouterr().out
