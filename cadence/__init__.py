@@ -1,4 +1,8 @@
-"""Cadence: reinforcement learning on PyTorch with precise specs and fast rollouts."""
+"""Cadence: reinforcement learning on PyTorch with precise specs and fast rollouts.
+
+Helpers for training scripts (``timeit``, ``get_available_device``, ``compile_with_warmup``,
+``logger``) live in :mod:`cadence.utils`.
+"""
 
 __version__ = "0.1.0"
 

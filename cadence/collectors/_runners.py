@@ -31,6 +31,7 @@ from tensordict import TensorDict, TensorDictBase
 from cadence.modules.tensor_view import TensorStep
 from cadence.envs.libs.gym_rollout import _carried_entries, check_observation, explain_observation_error
 from cadence.envs.common import EnvBase
+from cadence.envs.utils import action_in_spec_dtype
 
 __all__ = ["EnvRunner", "GymRunner", "TrajectoryIds", "gym_runner_applies"]
 
@@ -256,6 +257,7 @@ class GymRunner:
         self.carried: dict[str, torch.Tensor] = {}
         self._flags = torch.zeros((*self.batch_size, 1), dtype=torch.bool)
         self._checked = False
+        self._cast_actions = False
 
     # ------------------------------------------------------------------ state
     def reset(self) -> None:
@@ -295,14 +297,18 @@ class GymRunner:
             self.counts = shuttle.get("step_count").reshape(self.counts.shape).numpy().copy()
 
     # ------------------------------------------------------------------ stepping
-    def _check_action(self, action: torch.Tensor) -> None:
+    def _check_action(self, action: torch.Tensor) -> torch.Tensor:
+        """The first action of the policy, checked (and cast, as the env would cast it);
+        the later ones are cast the same way when ``_cast_actions`` says so."""
         spec = self.action_spec
-        if action.shape != spec.shape or action.dtype != spec.dtype:
+        if action.shape != spec.shape:
             raise ValueError(
                 f"Action 'action': expected shape {tuple(spec.shape)} and dtype {spec.dtype} (spec {spec}), got "
                 f"shape {tuple(action.shape)} and dtype {action.dtype} from the policy."
             )
+        self._cast_actions = action.dtype != spec.dtype
         self._checked = True
+        return action_in_spec_dtype(action, spec)
 
     def collect(
         self,
@@ -352,8 +358,9 @@ class GymRunner:
                 action = data.get("action", None)
                 if action is None:
                     raise KeyError(f"The policy wrote no 'action'; it wrote {sorted(map(str, data.keys(True, True)))}.")
-                if not self._checked:
-                    self._check_action(action)
+                if not self._checked or self._cast_actions:
+                    action = self._check_action(action)
+                    data.set("action", action)
                 recorded_steps.append(data)
                 carried = _carried_entries(data)
                 carried.pop("step_count", None)
@@ -369,8 +376,8 @@ class GymRunner:
                 action = values.get("action")
                 if action is None:
                     raise KeyError(f"The policy wrote no 'action'; the step holds {sorted(values)}.")
-                if not self._checked:
-                    self._check_action(action)
+                if not self._checked or self._cast_actions:
+                    values["action"] = action = self._check_action(action)
                 carried = {}
                 for key, value in values.items():
                     if value is flags or value is obs_view or (counting and value is count_view):

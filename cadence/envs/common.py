@@ -43,7 +43,7 @@ from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 from cadence.data import Composite, TensorSpec, Unbounded
 from cadence.envs.env_specs import EnvSpecs, as_tuple_key, unwrap_key
 from cadence.envs.seeding import SEED_RANGE, next_seed, validate_seed
-from cadence.envs.utils import check_in_spec, step_mdp
+from cadence.envs.utils import action_in_spec_dtype, check_in_spec, step_mdp
 
 NestedKey = str | tuple[str, ...]
 Policy = Callable[[TensorDictBase], TensorDictBase | None]
@@ -316,7 +316,7 @@ class EnvBase(EnvSpecs, torch.nn.Module):
                     f"Action {key!r}: expected shape {tuple(spec.shape)} (spec {spec}), got {tuple(value.shape)}."
                 )
             if value.dtype != dtype:
-                raise TypeError(f"Action {key!r}: expected dtype {dtype} (spec {spec}), got {value.dtype}.")
+                tensordict.set(key, action_in_spec_dtype(value, spec, key))
         if self.run_type_checks:
             self._check_inputs(tensordict)
 

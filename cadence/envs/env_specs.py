@@ -6,11 +6,19 @@ Leaf setters (``env.action_spec = Bounded(...)``) wrap the leaf in the matching
 step loop needs from the specs (keys, done levels, the layout of a step) is computed
 once and cached until a spec is set again.
 
+Every spec also reads as one env's spec, its batch dims dropped: ``action_spec_unbatched``,
+``full_observation_spec_unbatched``, ... (``input_spec_unbatched`` and
+``output_spec_unbatched`` too); setting one expands it over the batch.
+
 Examples:
     >>> from cadence.envs.custom import PendulumEnv
     >>> env = PendulumEnv()
     >>> env.reward_spec == env.output_spec["full_reward_spec"][env.reward_key]
     True
+    >>> from cadence.envs import GymEnv, SerialEnv
+    >>> batch = SerialEnv(3, lambda: GymEnv("Pendulum-v1"))
+    >>> batch.action_spec.shape, batch.action_spec_unbatched.shape
+    (torch.Size([3, 1]), torch.Size([1]))
 """
 
 from __future__ import annotations
@@ -190,6 +198,16 @@ class EnvSpecs:
     def done_spec(self, spec: TensorSpec) -> None:
         self.full_done_spec = self._leaf_as_composite(spec, "done")
 
+    # ------------------------------------------------------------------ one env's specs
+    def _unbatched(self, spec: TensorSpec) -> TensorSpec:
+        """``spec`` of one env of the batch: the leading ``batch_size`` dims dropped."""
+        batch_dims = len(self.batch_size)
+        return spec[(0,) * batch_dims] if batch_dims else spec
+
+    def _batched(self, spec: TensorSpec) -> TensorSpec:
+        """``spec`` of one env, repeated over ``batch_size``."""
+        return spec.expand(*self.batch_size, *spec.shape)
+
     def _complete_done_spec(self, spec: Composite) -> Composite:
         """Flanks every done signal with its dual: done = terminated | truncated."""
         spec = spec.clone()
@@ -288,3 +306,27 @@ class EnvSpecs:
             return any(-1 in leaf.shape for _, leaf in spec.items(include_nested=True, leaves_only=True))
 
         return self._cached("dynamic", compute)
+
+
+def _unbatched_spec(name: str) -> property:
+    """The property ``<name>_unbatched``: ``name`` as if the env had no batch dims
+    (reading drops them, setting expands a one-env spec over ``batch_size``)."""
+
+    def read(env: EnvSpecs) -> TensorSpec:
+        return env._unbatched(getattr(env, name))
+
+    def write(env: EnvSpecs, spec: TensorSpec) -> None:
+        setattr(env, name, env._batched(spec))
+
+    return property(read, write, doc=f"``{name}`` of one env of the batch (its batch dims dropped).")
+
+
+# the reference's per-env views of the specs, e.g. ``env.action_spec_unbatched``
+for _name in (
+    "action_spec", "full_action_spec", "state_spec", "full_state_spec", "observation_spec",
+    "full_observation_spec", "reward_spec", "full_reward_spec", "done_spec", "full_done_spec",
+):
+    setattr(EnvSpecs, f"{_name}_unbatched", _unbatched_spec(_name))
+for _name in ("input_spec", "output_spec"):
+    setattr(EnvSpecs, f"{_name}_unbatched", property(lambda env, name=_name: env._unbatched(getattr(env, name))))
+del _name

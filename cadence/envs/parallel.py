@@ -50,7 +50,7 @@ from tensordict import LazyStackedTensorDict, TensorDictBase
 
 from cadence.data import NonTensor
 from cadence.envs._shared_memory import anonymous_like
-from cadence.envs.batched import BatchedEnvBase, EnvCreator, EnvFactory, BatchedMethod
+from cadence.envs.batched import BatchedEnvBase, BatchedMethod, EnvCreator, EnvFactory, SerialEnv
 from cadence.envs.common import next_seed
 from cadence.envs.workers import WorkerDiedError, WorkerError, WorkerPool, default_start_method
 
@@ -198,12 +198,18 @@ class ParallelEnv(BatchedEnvBase):
             ``"spawn"``; spawned workers send their data through the pipes.
         pin_memory: return step outputs in pinned memory, for fast copies to a GPU
             (needs CUDA; without it the outputs are ordinary tensors).
+        serial_for_single: with one worker, keep its env in this process (as a
+            ``SerialEnv`` of one would: same batch size and data, no process, no
+            message per step); more workers are unaffected.
 
     Examples:
         >>> from cadence.envs import GymEnv, ParallelEnv
         >>> with ParallelEnv(2, lambda: GymEnv("CartPole-v1", num_envs=3)) as env:
         ...     print(env.batch_size, env.rollout(5, break_when_any_done=False).batch_size)
         torch.Size([2, 3]) torch.Size([2, 3, 5])
+        >>> single = ParallelEnv(1, lambda: GymEnv("CartPole-v1"), serial_for_single=True)
+        >>> single.batch_size, single.runs_in_process
+        (torch.Size([1]), True)
     """
 
     def __init__(
@@ -217,8 +223,16 @@ class ParallelEnv(BatchedEnvBase):
         max_restarts: int = 0,
         start_method: str | None = None,
         pin_memory: bool = False,
+        serial_for_single: bool = False,
     ) -> None:
         super().__init__(num_workers, create_env_fn, create_env_kwargs, device=device)
+        self.serial_for_single = serial_for_single
+        # one worker kept in this process: a SerialEnv of one does the work
+        self._in_process = (
+            SerialEnv(1, self.create_env_fn, device=device) if serial_for_single and num_workers == 1 else None
+        )
+        if self._in_process is not None:
+            self._in_process.rng = self.rng  # its random actions come from this env's seeded generator
         self.timeout = timeout
         self.max_restarts = max_restarts
         self.start_method = start_method or default_start_method()
@@ -228,6 +242,11 @@ class ParallelEnv(BatchedEnvBase):
         self._pool: WorkerPool | None = None
         self._shared: _SharedBuffers | None = None
         self._current: list[TensorDictBase | None] = [None] * num_workers
+
+    @property
+    def runs_in_process(self) -> bool:
+        """Whether the env runs in this process (``serial_for_single`` with one worker)."""
+        return self._in_process is not None
 
     # ------------------------------------------------------------------ workers
     def _uses_pipes(self) -> bool:
@@ -242,6 +261,10 @@ class ParallelEnv(BatchedEnvBase):
         )
 
     def _start_workers(self) -> None:
+        if self._in_process is not None:
+            self._in_process.start()
+            self._fast_workers = False
+            return
         self._shared = None if self._uses_pipes() else _SharedBuffers(self)
         factories = [
             functools.partial(_EnvWorker, creator, index, self._shared)
@@ -261,15 +284,22 @@ class ParallelEnv(BatchedEnvBase):
         return self._pool
 
     def _call_workers(self, name: str, *args: Any, **kwargs: Any) -> list[Any]:
+        if self._in_process is not None:
+            return self._in_process._call_workers(name, *args, **kwargs)
         return self.pool.call("env_call", name, args, kwargs)
 
     def _worker_attribute(self, name: str) -> list[Any] | BatchedMethod:
+        if self._in_process is not None:
+            values = self._in_process._worker_attribute(name)
+            return BatchedMethod(self, name) if isinstance(values, BatchedMethod) else values
         values = self.pool.call("env_attr", name)
         if any(isinstance(value, str) and value == _CALLABLE for value in values):
             return BatchedMethod(self, name)
         return values
 
     def _seed_workers(self, seed: int | None, static_seed: bool) -> int | None:
+        if self._in_process is not None:
+            return self._in_process._seed_workers(seed, static_seed)
         for index in range(self.num_workers):
             self._worker_seeds[index] = seed
             (next_one,) = self.pool.call("set_seed", seed, static_seed, indices=[index])
@@ -432,6 +462,8 @@ class ParallelEnv(BatchedEnvBase):
     # ------------------------------------------------------------------ reset and step
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
         self.start()
+        if self._in_process is not None:
+            return self._in_process._reset(tensordict, **kwargs)
         selected = list(range(self.num_workers))
         inputs: list[TensorDictBase | None] = [None] * self.num_workers
         if tensordict is not None:
@@ -459,6 +491,8 @@ class ParallelEnv(BatchedEnvBase):
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         self.start()
+        if self._in_process is not None:
+            return self._in_process._step(tensordict)
         shared = self._shared
         if shared is None:
             answers, rebuilt = self._on_workers("step", {i: (sub,) for i, sub in enumerate(tensordict.unbind(0))})
@@ -496,6 +530,8 @@ class ParallelEnv(BatchedEnvBase):
     # ------------------------------------------------------------------ rollout in chunks
     def _fast_rollout(self, max_steps: int, **kwargs: Any) -> TensorDictBase | None:
         self.start()
+        if self._in_process is not None:
+            return self._in_process._fast_rollout(max_steps, **kwargs)
         chunks_apply = self._fast_workers and kwargs["policy"] is None and not kwargs["break_when_any_done"]
         if not (chunks_apply and self._plain_rollout(kwargs)):
             return None
@@ -518,4 +554,6 @@ class ParallelEnv(BatchedEnvBase):
         """Stops the workers; no process is left behind."""
         if self._pool is not None:
             self._pool.close()
+        if self._in_process is not None:
+            self._in_process.close()
         super().close()

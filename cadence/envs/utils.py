@@ -34,6 +34,7 @@ __all__ = [
     "RandomPolicy",
     "SpecCheckError",
     "SpecMismatchError",
+    "action_in_spec_dtype",
     "check_env_specs",
     "exploration_type",
     "make_composite_from_td",
@@ -246,6 +247,35 @@ class SpecMismatchError(ValueError):
         >>> issubclass(SpecMismatchError, ValueError)
         True
     """
+
+
+def action_in_spec_dtype(action: torch.Tensor, spec: TensorSpec, key: Any = "action") -> torch.Tensor:
+    """``action`` in its spec's dtype, cast within its kind: a float of another precision
+    into a float spec (the env computes in its spec's precision), a bool or integer into a
+    discrete one (a policy's int64 one-hot into a bool spec, or the reverse). Envs and
+    collectors call it when a policy's action comes in another dtype than the spec's.
+
+    Raises:
+        TypeError: a float into a discrete spec (it may hold fractions), or a discrete
+            value into a float spec, naming the key and both dtypes.
+
+    Examples:
+        >>> import torch
+        >>> from cadence.data import Bounded, OneHot
+        >>> action_in_spec_dtype(torch.tensor([0, 1]), OneHot(2, dtype=torch.bool)).tolist()
+        [False, True]
+        >>> action_in_spec_dtype(torch.tensor([0.5]), Bounded(0, 1, shape=(1,), dtype=torch.float64)).dtype
+        torch.float64
+        >>> action_in_spec_dtype(torch.tensor([1.0, 0.0]), OneHot(2))
+        Traceback (most recent call last):
+        ...
+        TypeError: Action 'action': expected dtype torch.bool (spec OneHot(...)), got torch.float32.
+    """
+    if action.dtype == spec.dtype:
+        return action
+    if action.dtype.is_floating_point == spec.dtype.is_floating_point and not action.is_complex():
+        return action.to(spec.dtype)
+    raise TypeError(f"Action {key!r}: expected dtype {spec.dtype} (spec {spec}), got {action.dtype}.")
 
 
 def check_in_spec(spec: TensorSpec, value: Any, what: str) -> None:

@@ -343,9 +343,10 @@ class TanhNormal(D.Distribution):
 class OneHotCategorical(D.OneHotCategorical):
     """A categorical over one-hot vectors, with a straight-through ``rsample``.
 
-    ``rsample`` returns a one-hot sample whose gradient is that of the
-    probabilities (``sample + probs - probs.detach()``); ``mode`` and
-    ``deterministic_sample`` are the one-hot vector of the most likely category.
+    ``sample``, ``mode`` and ``deterministic_sample`` are int64 one-hot vectors (the
+    dtype of a discrete action spec, as the reference's); ``rsample`` returns a float
+    one-hot sample whose gradient is that of the probabilities
+    (``sample + probs - probs.detach()``).
 
     Args:
         logits: unnormalised log-probabilities (last dim = categories).
@@ -355,8 +356,8 @@ class OneHotCategorical(D.OneHotCategorical):
         >>> import torch
         >>> from cadence.modules import OneHotCategorical
         >>> dist = OneHotCategorical(logits=torch.tensor([0.0, 3.0, 1.0]))
-        >>> dist.mode.tolist()
-        [0.0, 1.0, 0.0]
+        >>> dist.mode.tolist(), dist.sample().dtype
+        ([0, 1, 0], torch.int64)
         >>> dist.rsample((4,)).sum(-1).tolist()
         [1.0, 1.0, 1.0, 1.0]
     """
@@ -368,17 +369,20 @@ class OneHotCategorical(D.OneHotCategorical):
             raise ValueError("OneHotCategorical: give exactly one of logits and probs")
         super().__init__(probs=probs, logits=logits, validate_args=False)
 
+    def sample(self, sample_shape: _SizeLike = torch.Size()) -> torch.Tensor:
+        """An int64 one-hot sample."""
+        return super().sample(torch.Size(sample_shape)).long()
+
     def rsample(self, sample_shape: _SizeLike = torch.Size()) -> torch.Tensor:
-        """A one-hot sample with the probabilities' (straight-through) gradient."""
-        sample = self.sample(torch.Size(sample_shape))
+        """A float one-hot sample with the probabilities' (straight-through) gradient."""
+        sample = super().sample(torch.Size(sample_shape))
         probs = self.probs.expand_as(sample)
         return sample + probs - probs.detach()
 
     @property
     def mode(self) -> torch.Tensor:
-        """The one-hot vector of the most likely category."""
-        index = self.logits.argmax(-1)
-        return torch.nn.functional.one_hot(index, self.logits.shape[-1]).to(self.probs.dtype)
+        """The int64 one-hot vector of the most likely category."""
+        return torch.nn.functional.one_hot(self.logits.argmax(-1), self.logits.shape[-1])
 
     @property
     def deterministic_sample(self) -> torch.Tensor:

@@ -9,6 +9,7 @@ Examples:
 from cadence.objectives.common import LossModule
 from cadence.objectives.ddpg import DDPGLoss
 from cadence.objectives.dqn import DQNLoss
+from cadence.objectives.optimizers import group_optimizers
 from cadence.objectives.ppo import ClipPPOLoss, KLPENPPOLoss, PPOLoss
 from cadence.objectives.sac import SACLoss
 from cadence.objectives.td3 import TD3Loss
@@ -38,6 +39,7 @@ __all__ = [
     "ValueEstimators",
     "default_value_kwargs",
     "distance_loss",
+    "group_optimizers",
     "hold_out_net",
     "hold_out_params",
 ]

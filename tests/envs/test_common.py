@@ -12,7 +12,7 @@ import torch
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
 from cadence.data import Binary, Bounded, Categorical, Composite, Unbounded
-from cadence.envs import EnvBase, EnvMetaData, PendulumEnv
+from cadence.envs import EnvBase, EnvMetaData, GymEnv, PendulumEnv
 from cadence.envs.utils import SpecMismatchError
 from tests.fakes import CountingEnv, MultiLevelZerosEnv
 
@@ -130,9 +130,23 @@ def test_step_with_wrong_shape_names_key_spec_and_shape():
 def test_step_with_wrong_dtype_names_key_and_dtypes():
     env = CountingEnv()
     data = env.reset()
-    data["action"] = torch.zeros(1, dtype=torch.float64)
-    with pytest.raises(TypeError, match=r"'action'.*torch.float32.*torch.float64"):
+    data["action"] = torch.zeros(1, dtype=torch.int64)  # a discrete value into a float spec
+    with pytest.raises(TypeError, match=r"'action'.*torch.float32.*torch.int64"):
         env.step(data)
+
+
+def test_actions_of_another_dtype_of_their_kind_are_cast_to_the_spec():
+    env = CountingEnv()
+    data = env.reset()
+    data["action"] = torch.zeros(1, dtype=torch.float64)
+    assert env.step(data)["action"].dtype == torch.float32
+    cartpole = GymEnv("CartPole-v1")  # an int64 one-hot spec
+    data = cartpole.reset()
+    data["action"] = torch.tensor([True, False])  # a bool one-hot policy
+    assert cartpole.step(data)["action"].tolist() == [1, 0]
+    data["action"] = torch.tensor([1.0, 0.0])  # a float could hold fractions: refused
+    with pytest.raises(TypeError, match=r"'action': expected dtype torch.int64 .* got torch.float32"):
+        cartpole.step(data)
 
 
 def test_value_checks_only_with_run_type_checks():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -580,3 +581,23 @@ def test_observations_that_fit_their_space_still_step_through_shared_memory():
     assert data["next", "observation"].shape == torch.Size([2, 10, 3])
     assert data["next", "observation"].dtype == torch.float32
     assert int(data["next", "done"].sum()) == 4  # episodes of 4 steps: reset and stepped again
+
+
+def test_serial_for_single_keeps_one_env_in_this_process():
+    single = ParallelEnv(1, lambda: GymEnv("Pendulum-v1"), serial_for_single=True)
+    assert single.runs_in_process and single.batch_size == torch.Size([1])
+    reference = SerialEnv(1, lambda: GymEnv("Pendulum-v1"))
+    for env in (single, reference):
+        env.set_seed(3)
+    fast = single.rollout(20, break_when_any_done=False), reference.rollout(20, break_when_any_done=False)
+    policy = lambda td: td.set("action", torch.full((1, 1), 0.5))  # noqa: E731
+    stepwise = single.rollout(20, policy), reference.rollout(20, policy)
+    for ours, theirs in (fast, stepwise):
+        assert (ours == theirs).all()
+    assert single.unwrapped == [env.unwrapped for env in single._in_process._envs]  # attribute pass-through
+    assert multiprocessing.active_children() == []  # no worker process
+    single.close()
+    with ParallelEnv(2, lambda: GymEnv("Pendulum-v1"), serial_for_single=True) as two:
+        assert not two.runs_in_process
+        two.rollout(3)
+        assert len(multiprocessing.active_children()) == 2

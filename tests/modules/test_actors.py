@@ -9,6 +9,7 @@ from tensordict.nn import (
     InteractionType,
     ProbabilisticTensorDictSequential,
     TensorDictModule,
+    TensorDictSequential,
     set_interaction_type,
 )
 from torch import nn
@@ -25,6 +26,7 @@ from cadence.modules import (
     NormalParamExtractor,
     ProbabilisticActor,
     QValueActor,
+    QValueModule,
     TanhDelta,
     TanhModule,
     TanhNormal,
@@ -210,6 +212,19 @@ def test_qvalue_actor_one_hot_and_categorical() -> None:
     assert by_name(data.clone())["action"].shape == (6, 4)
     with pytest.raises(ValueError, match="cannot tell the action space"):
         QValueActor(net)
+
+
+def test_dqn_hello_world_policies_and_gym_specs_agree() -> None:
+    # the reference's first DQN steps: a one-hot Q-value policy rolled out in CartPole as it comes
+    env = GymEnv("CartPole-v1")
+    net = TensorDictModule(MLP(out_features=2, num_cells=[16]), ["observation"], ["action_value"])
+    by_name = TensorDictSequential(net, QValueModule(action_space="one_hot"))
+    by_spec = QValueActor(MLP(out_features=2, num_cells=[16]), spec=Composite(action=env.action_spec),
+                          in_keys=["observation"])
+    for policy in (by_name, by_spec):
+        data = env.rollout(5, policy)
+        assert data["action"].dtype == env.action_spec.dtype == torch.int64
+        assert data["action"].sum(-1).eq(1).all()
 
 
 def test_qvalue_actor_respects_action_mask() -> None:

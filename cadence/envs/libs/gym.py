@@ -90,8 +90,8 @@ def space_to_spec(
         return Bounded(low.clone(), high.clone(), shape=shape, dtype=dtype, device=device)
     if isinstance(space, spaces.Discrete):
         n, start = int(space.n), int(space.start)
-        if not categorical_action_encoding:
-            return OneHot(n, shape=(*batch_size, n), device=device)
+        if not categorical_action_encoding:  # one-hot in the space's dtype (int64), as policies write it
+            return OneHot(n, shape=(*batch_size, n), device=device, dtype=_torch_dtype(space.dtype))
         if start:
             return Bounded(start, start + n - 1, shape=batch_size, dtype=torch.long, device=device)
         return Categorical(n, shape=batch_size, device=device)
@@ -99,7 +99,7 @@ def space_to_spec(
         nvec = torch.as_tensor(space.nvec, dtype=torch.long)
         if categorical_action_encoding or nvec.ndim > 1:
             return MultiCategorical(nvec, shape=(*batch_size, *nvec.shape), device=device)
-        return MultiOneHot(nvec, shape=(*batch_size, int(nvec.sum())), device=device)
+        return MultiOneHot(nvec, shape=(*batch_size, int(nvec.sum())), device=device, dtype=_torch_dtype(space.dtype))
     if isinstance(space, spaces.MultiBinary):
         shape = (*batch_size, *np.atleast_1d(space.n).tolist())
         return Binary(shape[-1], shape=shape, dtype=torch.int8, device=device)
@@ -121,20 +121,26 @@ def space_to_spec(
     return NonTensor(shape=batch_size, device=device)
 
 
+def _hot_index(one_hot: torch.Tensor) -> np.ndarray:
+    """The index of the hot entry along the last dim (one-hots come as bool or integers)."""
+    if one_hot.dtype == torch.bool:
+        one_hot = one_hot.view(torch.uint8)  # argmax takes no bools; the same bytes as uint8
+    return one_hot.argmax(-1).cpu().numpy()
+
+
 def _action_converter(space: Any, spec: TensorSpec) -> Callable[[torch.Tensor], Any]:
     """How to hand an action tensor (with any leading dims) to the simulator."""
     spaces = gym_backend("spaces")
     if isinstance(spec, OneHot):
         start = int(getattr(space, "start", 0))
         if start:
-            return lambda action: action.view(torch.uint8).argmax(-1).cpu().numpy() + start
-        return lambda action: action.view(torch.uint8).argmax(-1).cpu().numpy()
+            return lambda action: _hot_index(action) + start
+        return _hot_index
     if isinstance(spec, MultiOneHot):
         sizes = [int(n) for n in np.asarray(space.nvec).reshape(-1)]
 
         def to_indices(action: torch.Tensor) -> Any:
-            parts = action.split(sizes, -1)
-            return np.stack([part.view(torch.uint8).argmax(-1).cpu().numpy() for part in parts], -1)
+            return np.stack([_hot_index(part) for part in action.split(sizes, -1)], -1)
 
         return to_indices
     if isinstance(space, (spaces.Box, spaces.MultiDiscrete, spaces.MultiBinary, spaces.Discrete)):

@@ -12,6 +12,8 @@ __all__ = ["generate_exp_name", "get_logger", "LOGGER_TYPES"]
 
 #: The ``logger_type`` values :func:`get_logger` knows.
 LOGGER_TYPES = ("csv", "tensorboard", "wandb")
+# each backend's own options, passed as one keyword each (the reference's convention); only the named backend reads its own
+BACKEND_OPTIONS = ("wandb_kwargs", "mlflow_kwargs", "trackio_kwargs")
 
 
 def generate_exp_name(model_name: str, experiment_name: str) -> str:
@@ -44,7 +46,7 @@ def generate_exp_name(model_name: str, experiment_name: str) -> str:
     return f"{model_name}_{experiment_name}_{timestamp}_{uuid.uuid4().hex[:8]}"
 
 
-def get_logger(logger_type: str, logger_name: str, experiment_name: str, **kwargs: Any) -> Logger:
+def get_logger(logger_type: str | None, logger_name: str, experiment_name: str, **kwargs: Any) -> Logger | None:
     """Makes a logger from its type name.
 
     ``logger_name`` is the directory the logger writes under: ``log_dir`` of
@@ -53,14 +55,18 @@ def get_logger(logger_type: str, logger_name: str, experiment_name: str, **kwarg
     :class:`~cadence.record.loggers.wandb.WandbLogger` (unless ``save_dir`` is given).
 
     Args:
-        logger_type: ``"csv"``, ``"tensorboard"`` (or ``"tb"``) or ``"wandb"``.
+        logger_type: ``"csv"``, ``"tensorboard"`` (or ``"tb"``) or ``"wandb"``; ``""`` or
+            ``None`` for no logger.
         logger_name: the directory (see above).
         experiment_name: the experiment's name (``exp_name``).
-        **kwargs: passed to the logger (``video_format=...`` for CSV, ``project=...`` for
-            wandb, ...).
+        **kwargs: each backend's own options, as the reference takes them:
+            ``wandb_kwargs={...}`` goes to wandb only (``mlflow_kwargs`` and
+            ``trackio_kwargs`` likewise to theirs), so that one call serves whichever
+            backend a config names. Other keywords go to the logger itself
+            (``video_format=...`` for CSV, ``project=...`` for wandb, ...).
 
     Returns:
-        The logger.
+        The logger, or ``None`` for an empty ``logger_type``.
 
     Raises:
         ValueError: for an unknown ``logger_type``.
@@ -70,11 +76,17 @@ def get_logger(logger_type: str, logger_name: str, experiment_name: str, **kwarg
         >>> logger = get_logger("csv", tempfile.mkdtemp(), "exp", video_format="pt")
         >>> type(logger).__name__, logger.exp_name
         ('CSVLogger', 'exp')
+        >>> logger = get_logger("csv", tempfile.mkdtemp(), "exp", wandb_kwargs={"project": "p", "mode": "offline"})
+        >>> type(logger).__name__, get_logger("", "logs", "exp")
+        ('CSVLogger', None)
         >>> get_logger("mlflow", "logs", "exp")
         Traceback (most recent call last):
         ...
         ValueError: logger_type: expected one of ('csv', 'tensorboard', 'wandb'), got 'mlflow'
     """
+    if logger_type in ("", None):
+        return None
+    backend_options = {name: kwargs.pop(name, None) or {} for name in BACKEND_OPTIONS}
     if logger_type == "csv":
         from cadence.record.loggers.csv import CSVLogger
 
@@ -86,6 +98,7 @@ def get_logger(logger_type: str, logger_name: str, experiment_name: str, **kwarg
     if logger_type == "wandb":
         from cadence.record.loggers.wandb import WandbLogger
 
+        kwargs = {**kwargs, **backend_options["wandb_kwargs"]}
         kwargs.setdefault("save_dir", logger_name)
         return WandbLogger(experiment_name, **kwargs)
     raise ValueError(f"logger_type: expected one of {LOGGER_TYPES}, got {logger_type!r}")

@@ -68,7 +68,7 @@ def test_cartpole_specs():
 def test_discrete_actions_one_hot_by_default_categorical_on_request():
     one_hot = MultiThreadedEnv(2, "CartPole-v1")
     data = one_hot.rollout(4)
-    assert data["action"].shape == torch.Size([2, 4, 2]) and data["action"].dtype == torch.bool
+    assert data["action"].shape == torch.Size([2, 4, 2]) and data["action"].dtype == torch.int64  # the space's dtype
     categorical = MultiThreadedEnv(2, "CartPole-v1", categorical_action_encoding=True)
     assert isinstance(categorical.action_spec, Categorical) and categorical.action_spec.shape == torch.Size([2])
     data = categorical.rollout(4)

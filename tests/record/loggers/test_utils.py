@@ -45,3 +45,14 @@ def test_get_logger_unknown_type():
     expected = r"logger_type: expected one of \('csv', 'tensorboard', 'wandb'\), got 'neptune'"
     with pytest.raises(ValueError, match=expected):
         get_logger("neptune", "logs", "exp")
+
+
+def test_get_logger_gives_each_backend_only_its_own_options(tmp_path) -> None:
+    # one call serves whichever backend a config names, as the reference's example scripts call it
+    options = {"wandb_kwargs": {"mode": "offline", "project": "p"}, "mlflow_kwargs": {"x": 1}}
+    csv_logger = get_logger("csv", str(tmp_path / "csv"), "exp", **options)
+    csv_logger.log_scalar("r", 1.0)
+    assert type(csv_logger).__name__ == "CSVLogger"
+    tensorboard_logger = get_logger("tensorboard", str(tmp_path / "tb"), "exp", **options)
+    assert type(tensorboard_logger).__name__ == "TensorboardLogger"
+    assert get_logger("", "logs", "exp", **options) is None and get_logger(None, "logs", "exp") is None
