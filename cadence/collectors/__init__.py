@@ -3,7 +3,8 @@
 ``SyncDataCollector`` (alias ``Collector``) collects in this process;
 ``MultiSyncDataCollector`` and ``MultiaSyncDataCollector`` (aliases
 ``MultiSyncCollector``, ``MultiAsyncCollector``) run one collector per worker process
-and deliver their batches together, or each as soon as it is ready.
+and deliver their batches together, or each as soon as it is ready; ``AsyncCollector``
+(formerly ``aSyncDataCollector``) is one such worker.
 ``split_trajectories`` (in ``cadence.collectors.utils``) lays a batch out one
 trajectory per row.
 
@@ -17,15 +18,18 @@ Examples:
 """
 
 from cadence.collectors.multi import (
+    AsyncCollector,
     MultiaSyncDataCollector,
     MultiAsyncCollector,
     MultiSyncCollector,
     MultiSyncDataCollector,
+    aSyncDataCollector,
 )
 from cadence.collectors.sync import Collector, DataCollectorBase, SyncDataCollector
 from cadence.collectors.utils import split_trajectories
 
 __all__ = [
+    "AsyncCollector",
     "Collector",
     "DataCollectorBase",
     "MultiAsyncCollector",
@@ -33,5 +37,6 @@ __all__ = [
     "MultiSyncDataCollector",
     "MultiaSyncDataCollector",
     "SyncDataCollector",
+    "aSyncDataCollector",
     "split_trajectories",
 ]

@@ -50,7 +50,14 @@ from cadence.envs.seeding import validate_seed
 from cadence.envs.utils import ExplorationType
 from cadence.envs.workers import WorkerError, WorkerPool, WorkerTimeoutError, default_start_method
 
-__all__ = ["MultiAsyncCollector", "MultiSyncCollector", "MultiSyncDataCollector", "MultiaSyncDataCollector"]
+__all__ = [
+    "AsyncCollector",
+    "MultiAsyncCollector",
+    "MultiSyncCollector",
+    "MultiSyncDataCollector",
+    "MultiaSyncDataCollector",
+    "aSyncDataCollector",
+]
 
 
 class _CollectorWorker:
@@ -118,8 +125,8 @@ class _CollectorWorker:
     def state_dict(self) -> dict[str, Any]:
         return self.collector.state_dict()
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.collector.load_state_dict(state)
+    def load_state_dict(self, state: dict[str, Any], continue_episodes: bool) -> None:
+        self.collector.load_state_dict(state, continue_episodes=continue_episodes)
 
     def close(self) -> None:
         if self.buffer is not None:
@@ -152,6 +159,8 @@ class _MultiCollectorBase(DataCollectorBase):
         split_trajs: bool | None = False,
         exploration_type: ExplorationType = ExplorationType.RANDOM,
         fast_path: bool = True,
+        compile_policy: bool | dict[str, Any] = False,
+        cudagraph_policy: bool | dict[str, Any] = False,
         timeout: float | None = 300.0,
         start_method: str | None = None,
         share_batches: bool = True,
@@ -209,6 +218,8 @@ class _MultiCollectorBase(DataCollectorBase):
                     reset_at_each_iter=reset_at_each_iter,
                     exploration_type=exploration_type,
                     fast_path=fast_path,
+                    compile_policy=compile_policy,
+                    cudagraph_policy=cudagraph_policy,
                     traj_id_stride=n,
                     traj_id_offset=index,
                 )
@@ -405,8 +416,9 @@ class _MultiCollectorBase(DataCollectorBase):
             self._guard(err)
         return {"frames": self._frames, "iter": self._iter, "workers": workers}
 
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restores what :meth:`state_dict` returned (workers in the same order).
+    def load_state_dict(self, state_dict: dict[str, Any], *, continue_episodes: bool = False) -> None:
+        """Restores what :meth:`state_dict` returned (workers in the same order);
+        ``continue_episodes`` as for ``SyncDataCollector.load_state_dict``.
 
         Examples:
             >>> from cadence.collectors import MultiSyncDataCollector
@@ -431,7 +443,7 @@ class _MultiCollectorBase(DataCollectorBase):
         self._iter = int(state_dict["iter"])
         try:
             for index, state in enumerate(workers):
-                self.pool.call("load_state_dict", state, indices=[index])
+                self.pool.call("load_state_dict", state, continue_episodes, indices=[index])
         except WorkerError as err:
             self._guard(err)
 
@@ -481,7 +493,8 @@ class MultiSyncDataCollector(_MultiCollectorBase):
         total_frames: stop after this many frames (-1 or ``None``: never).
         num_workers: the number of workers when ``create_env_fn`` is a single callable.
         device, storing_device, env_device, policy_device, create_env_kwargs,
-        max_frames_per_traj, reset_at_each_iter, exploration_type, fast_path: as for
+        max_frames_per_traj, reset_at_each_iter, exploration_type, fast_path, compile_policy,
+        cudagraph_policy: as for
             ``SyncDataCollector``, per worker.
         init_random_frames: take random actions until this many frames are delivered.
         postproc: applied to each delivered batch.
@@ -577,5 +590,29 @@ class MultiaSyncDataCollector(_MultiCollectorBase):
             yield self._finish(batch)
 
 
+class AsyncCollector(MultiaSyncDataCollector):
+    """One collector in a process of its own: batches are collected while the trainer
+    works on the last one (a ``MultiaSyncDataCollector`` with one worker).
+
+    Args:
+        create_env_fn: builds the env (or the env itself, for the ``"fork"`` start method).
+        policy: the collecting policy (random actions if ``None``).
+        **kwargs: ``MultiaSyncDataCollector``'s other arguments.
+
+    Examples:
+        >>> from cadence.collectors import AsyncCollector
+        >>> from cadence.envs import GymEnv
+        >>> with AsyncCollector(lambda: GymEnv("Pendulum-v1"), frames_per_batch=10, total_frames=20) as collector:
+        ...     print([batch.numel() for batch in collector])
+        [10, 10]
+    """
+
+    def __init__(self, create_env_fn: Any, policy: Any = None, **kwargs: Any) -> None:
+        if kwargs.pop("num_workers", 1) != 1:
+            raise ValueError("AsyncCollector runs one worker; use MultiaSyncDataCollector for more.")
+        super().__init__([create_env_fn], policy, **kwargs)
+
+
 MultiSyncCollector = MultiSyncDataCollector
 MultiAsyncCollector = MultiaSyncDataCollector
+aSyncDataCollector = AsyncCollector  # noqa: N816 - the reference's former name

@@ -39,7 +39,8 @@ from typing import Any
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from cadence.modules.tensor_view import compile_policy
+from cadence.modules.tensor_view import compile_policy as tensor_step_of  # the name clashes with the option
+from cadence.collectors._compiled_policy import with_options
 from cadence.collectors._runners import EnvRunner, GymRunner, TrajectoryIds, gym_runner_applies
 from cadence.collectors.utils import split_trajectories
 from cadence.envs.common import EnvBase
@@ -150,6 +151,12 @@ class SyncDataCollector(DataCollectorBase):
         fast_path: allow the gymnasium shortcut (see the module's docstring).
         traj_id_stride: for multi-process collectors: the number of workers.
         traj_id_offset: for multi-process collectors: this worker's index.
+        compile_policy: ``True`` or ``torch.compile``'s keyword arguments (with
+            ``"warmup"``: eager calls first): the policy is compiled; where
+            ``torch.compile`` cannot run, a warning says so and it runs eagerly.
+        cudagraph_policy: ``True`` or ``CudaGraphModule``'s keyword arguments: the
+            policy is captured in a CUDA graph; without CUDA, a warning says so and the
+            policy runs as it is.
 
     Raises:
         TypeError: if ``create_env_fn`` does not give an env, or ``policy`` is not callable.
@@ -188,6 +195,8 @@ class SyncDataCollector(DataCollectorBase):
         fast_path: bool = True,
         traj_id_stride: int = 1,
         traj_id_offset: int = 0,
+        compile_policy: bool | dict[str, Any] = False,
+        cudagraph_policy: bool | dict[str, Any] = False,
     ) -> None:
         frames_per_batch, total_frames, init_random_frames = _check_frames(
             frames_per_batch, total_frames, init_random_frames
@@ -225,12 +234,15 @@ class SyncDataCollector(DataCollectorBase):
         self.return_same_td = return_same_td
         self._policy_source = policy
         self.policy = self._policy_on_device(policy)
+        # what acts: the policy, or its torch.compile / CUDA-graph wrapper (self.policy stays the module)
+        self._acting = None if self.policy is None else with_options(self.policy, compile_policy, cudagraph_policy)
         self._frames = 0
         self._iter = 0
         self._out: TensorDictBase | None = None
         self._template: dict[Any, tuple[torch.Size, torch.dtype]] = {}
         ids = TrajectoryIds(self.env.batch_size, traj_id_stride, traj_id_offset)
-        self._compiled = None if self.policy is None else compile_policy(self.policy, self.env.batch_size)
+        wrapped = self._acting is not self.policy  # a compiled policy runs as the user compiled it
+        self._compiled = None if self.policy is None or wrapped else tensor_step_of(self.policy, self.env.batch_size)
         cpu = all(d in (None, torch.device("cpu")) for d in (self.storing_device, self.policy_device))
         use_gym = fast_path and cpu and gym_runner_applies(self.env)
         self._runner: EnvRunner | GymRunner = GymRunner(self.env, ids) if use_gym else EnvRunner(self.env, ids)
@@ -277,7 +289,7 @@ class SyncDataCollector(DataCollectorBase):
 
     # ------------------------------------------------------------------ collection
     def _act(self, tensordict: TensorDictBase) -> TensorDictBase | None:
-        policy = self.policy
+        policy = self._acting
         assert policy is not None
         if self.policy_device is None or tensordict.device == self.policy_device:
             return policy(tensordict)
@@ -452,9 +464,18 @@ class SyncDataCollector(DataCollectorBase):
             "env_state_dict": self.env.state_dict(),
         }
 
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restores what :meth:`state_dict` returned; collection goes on with the same
-        trajectories (ids and step counts) from where the env stood.
+    def load_state_dict(self, state_dict: dict[str, Any], *, continue_episodes: bool = False) -> None:
+        """Restores what :meth:`state_dict` returned: the frame and batch counts, the
+        trajectory-id counter, the policy's weights and the env's own state.
+
+        Args:
+            state_dict: a collector's :meth:`state_dict`.
+            continue_episodes: go on with the episodes in progress (the same trajectory
+                ids and step counts) from where the env stood when the state was taken;
+                the caller vouches that the env stands there still (the same env, or
+                one whose simulators were restored, as ``cadence train`` does). By
+                default, as the reference's collectors do, the next batch starts new
+                episodes from a reset (a collector built afresh on a new env).
 
         Examples:
             >>> from cadence.collectors import SyncDataCollector
@@ -463,8 +484,12 @@ class SyncDataCollector(DataCollectorBase):
             >>> first = SyncDataCollector(env, frames_per_batch=5)
             >>> last_obs = first.next()["next", "observation"][-1]
             >>> second = SyncDataCollector(env, frames_per_batch=5)
-            >>> second.load_state_dict(first.state_dict())
+            >>> second.load_state_dict(first.state_dict(), continue_episodes=True)
             >>> bool((second.next()["observation"][0] == last_obs).all())
+            True
+            >>> fresh = SyncDataCollector(GymEnv("Pendulum-v1"), frames_per_batch=5)
+            >>> fresh.load_state_dict(first.state_dict())  # a new env: new episodes
+            >>> fresh.next()["collector", "traj_ids"][0].item() > first.state_dict()["traj_ids"]["current"].item()
             True
         """
         missing = {"frames", "iter", "traj_ids", "shuttle"} - set(state_dict)
@@ -473,7 +498,7 @@ class SyncDataCollector(DataCollectorBase):
         self._frames = int(state_dict["frames"])
         self._iter = int(state_dict["iter"])
         self._runner.ids.load_state_dict(state_dict["traj_ids"])
-        self._runner.load_state(state_dict["shuttle"])
+        self._runner.load_state(state_dict["shuttle"] if continue_episodes else None)
         if state_dict.get("policy_state_dict") is not None and isinstance(self.policy, torch.nn.Module):
             self.policy.load_state_dict(state_dict["policy_state_dict"])
         if state_dict.get("env_state_dict"):

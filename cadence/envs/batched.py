@@ -207,9 +207,12 @@ class BatchedEnvBase(EnvBase):
 
     # ------------------------------------------------------------------ life cycle
     def start(self) -> None:
-        """Builds the sub-envs (done on first use otherwise)."""
+        """Builds the sub-envs (done on first use otherwise). A closed batch builds them
+        anew at its next use, as the reference's batched envs do (their seeds are not
+        carried over: seed the batch again)."""
         if self.is_closed:
-            raise RuntimeError(f"{type(self).__name__} is closed; build a new one.")
+            self.is_closed = False
+            self.is_started = False
         if not self.is_started:
             self._start_workers()
             self.is_started = True

@@ -42,8 +42,9 @@ from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
 from cadence.data import Composite, TensorSpec, Unbounded
 from cadence.envs.env_specs import EnvSpecs, as_tuple_key, unwrap_key
+from cadence.envs.metadata import EnvMetaData
 from cadence.envs.seeding import SEED_RANGE, next_seed, validate_seed
-from cadence.envs.utils import action_in_spec_dtype, check_in_spec, step_mdp
+from cadence.envs.utils import action_in_spec_dtype, check_in_spec, policy_on_device, step_mdp
 
 NestedKey = str | tuple[str, ...]
 Policy = Callable[[TensorDictBase], TensorDictBase | None]
@@ -65,85 +66,6 @@ def _expand_mask(mask: torch.Tensor, shape: torch.Size) -> torch.Tensor:
 
 def _shape_matches(expected: torch.Size, got: torch.Size) -> bool:
     return len(expected) == len(got) and all(e in (-1, g) for e, g in zip(expected, got))
-
-
-class EnvMetaData:
-    """What a process needs to know of an env without building it: specs, a zeroed
-    step, batch size, device and a description. It pickles.
-
-    Args:
-        tensordict: a zeroed step of the env (``env.fake_tensordict()``).
-        specs: a Composite holding ``"input_spec"`` and ``"output_spec"``.
-        batch_size: the env's batch size.
-        env_str: a description of the env.
-        device: the env's device.
-        batch_locked: whether the env takes only inputs of its own batch size.
-
-    Examples:
-        >>> import pickle
-        >>> from cadence.envs.custom import PendulumEnv
-        >>> meta = EnvMetaData.metadata_from_env(PendulumEnv())
-        >>> pickle.loads(pickle.dumps(meta)).batch_size
-        torch.Size([])
-    """
-
-    def __init__(
-        self,
-        *,
-        tensordict: TensorDictBase,
-        specs: Composite,
-        batch_size: torch.Size,
-        env_str: str,
-        device: torch.device | None,
-        batch_locked: bool = True,
-    ) -> None:
-        self.tensordict = tensordict
-        self.specs = specs
-        self.batch_size = torch.Size(batch_size)
-        self.env_str = env_str
-        self.device = device
-        self.batch_locked = batch_locked
-
-    @classmethod
-    def metadata_from_env(cls, env: EnvBase) -> EnvMetaData:
-        """Reads the metadata of ``env``."""
-        specs = Composite(
-            input_spec=env.input_spec.clone(), output_spec=env.output_spec.clone(), shape=env.batch_size
-        )
-        return cls(
-            tensordict=env.fake_tensordict(),
-            specs=specs,
-            batch_size=env.batch_size,
-            env_str=repr(env),
-            device=env.device,
-            batch_locked=env.batch_locked,
-        )
-
-    def expand(self, *size: int) -> EnvMetaData:
-        """The metadata of a batch of such envs, of batch size ``size``."""
-        batch_size = torch.Size(size[0] if len(size) == 1 and not isinstance(size[0], int) else size)
-        return EnvMetaData(
-            tensordict=self.tensordict.expand(batch_size).clone(),
-            specs=self.specs.expand(batch_size),
-            batch_size=batch_size,
-            env_str=self.env_str,
-            device=self.device,
-            batch_locked=self.batch_locked,
-        )
-
-    def to(self, device: torch.device | str) -> EnvMetaData:
-        """The same metadata on ``device``."""
-        return EnvMetaData(
-            tensordict=self.tensordict.to(device),
-            specs=self.specs.to(device),
-            batch_size=self.batch_size,
-            env_str=self.env_str,
-            device=torch.device(device),
-            batch_locked=self.batch_locked,
-        )
-
-    def __repr__(self) -> str:
-        return f"EnvMetaData(env_str={self.env_str!r}, batch_size={self.batch_size}, device={self.device})"
 
 
 class EnvBase(EnvSpecs, torch.nn.Module):
@@ -616,6 +538,7 @@ class EnvBase(EnvSpecs, torch.nn.Module):
         return_contiguous: bool = True,
         tensordict: TensorDictBase | None = None,
         set_truncated: bool = False,
+        auto_cast_to_device: bool = False,
     ) -> TensorDictBase:
         """Runs up to ``max_steps`` steps and returns them stacked on a trailing ``"time"`` dim.
 
@@ -632,6 +555,8 @@ class EnvBase(EnvSpecs, torch.nn.Module):
                 stack (needed, and chosen anyway, when specs have dynamic dims).
             tensordict: the input of the first reset (or step, without ``auto_reset``).
             set_truncated: mark the last step truncated (and done).
+            auto_cast_to_device: hand the policy its input on the device of its
+                parameters, and bring its output back to the env's device.
 
         Returns:
             A tensordict of batch size ``[*batch_size, T]`` with dim names ``[..., "time"]``.
@@ -644,6 +569,8 @@ class EnvBase(EnvSpecs, torch.nn.Module):
         """
         if max_steps < 1:
             raise ValueError(f"rollout() needs max_steps >= 1, got {max_steps}.")
+        if auto_cast_to_device and policy is not None:
+            policy = policy_on_device(policy, self.device)
         fast = self._fast_rollout(
             max_steps,
             policy=policy,

@@ -121,6 +121,21 @@ class EnvSpecs:
         return self._output_spec
 
     @property
+    def specs(self) -> Composite:
+        """The input and output specs together: ``env.specs["input_spec",
+        "full_action_spec", "action"]`` is the action's spec (a locked copy).
+
+        Examples:
+            >>> from cadence.envs.custom import PendulumEnv
+            >>> env = PendulumEnv()
+            >>> env.specs["input_spec", "full_action_spec", "action"] == env.action_spec
+            True
+        """
+        specs = Composite(input_spec=self._input_spec.clone(), output_spec=self._output_spec.clone(),
+                          shape=self.batch_size)
+        return specs.lock_()
+
+    @property
     def full_action_spec(self) -> Composite:
         """All actions, as a Composite."""
         return self._input_spec["full_action_spec"]

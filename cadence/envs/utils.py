@@ -15,7 +15,8 @@ Examples:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -35,6 +36,7 @@ __all__ = [
     "SpecCheckError",
     "SpecMismatchError",
     "action_in_spec_dtype",
+    "policy_on_device",
     "check_env_specs",
     "exploration_type",
     "make_composite_from_td",
@@ -276,6 +278,33 @@ def action_in_spec_dtype(action: torch.Tensor, spec: TensorSpec, key: Any = "act
     if action.dtype.is_floating_point == spec.dtype.is_floating_point and not action.is_complex():
         return action.to(spec.dtype)
     raise TypeError(f"Action {key!r}: expected dtype {spec.dtype} (spec {spec}), got {action.dtype}.")
+
+
+def policy_on_device(policy: Callable[[TensorDictBase], Any], device: torch.device | None) -> Callable[..., Any]:
+    """``policy`` as an env on ``device`` calls it: given its input on the device of its
+    parameters, its output brought back to ``device``. The policy itself when the two
+    devices agree (or it has no parameters), so that nothing is added to its calls.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict.nn import TensorDictModule
+        >>> policy = TensorDictModule(torch.nn.Linear(3, 1), ["observation"], ["action"])
+        >>> policy_on_device(policy, torch.device("cpu")) is policy
+        True
+    """
+    module_device = None
+    if isinstance(policy, torch.nn.Module):
+        tensor = next(itertools.chain(policy.parameters(), policy.buffers()), None)
+        module_device = None if tensor is None else tensor.device
+    if module_device is None or device is None or module_device == torch.device(device):
+        return policy
+
+    def on_its_device(tensordict: TensorDictBase) -> TensorDictBase:
+        moved = tensordict.to(module_device)
+        out = policy(moved)
+        return (moved if out is None else out).to(device)
+
+    return on_its_device
 
 
 def check_in_spec(spec: TensorSpec, value: Any, what: str) -> None:

@@ -10,8 +10,8 @@ advantage ``A`` (computed by the value estimator, GAE by default, when the data 
 * ``KLPENPPOLoss``: ``loss_objective = -ratio * A + beta * KL(pi_old || pi)``, with ``beta``
   raised or lowered after each batch as the KL runs above or below its target.
 
-All three add ``loss_critic = critic_coef * d(value_target, V(s))`` and
-``loss_entropy = -entropy_coef * H(pi(.|s))``, and report ``entropy``, ``kl_approx``
+All three add ``loss_critic = critic_coeff * d(value_target, V(s))`` and
+``loss_entropy = -entropy_coeff * H(pi(.|s))``, and report ``entropy``, ``kl_approx``
 (``mean(log pi_old - log pi)``) and ``ESS`` (the effective sample size of the importance
 weights over the batch size).
 
@@ -83,8 +83,10 @@ class PPOLoss(LossModule):
     Keyword Args:
         entropy_bonus: add the entropy term.
         samples_mc_entropy: draws for the entropy when the distribution has no closed form.
-        entropy_coef: the entropy term's weight.
-        critic_coef: the critic term's weight; ``None`` leaves ``loss_critic`` out.
+        entropy_coeff: the entropy term's weight.
+        critic_coeff: the critic term's weight; ``None`` leaves ``loss_critic`` out.
+            (The reference's names since its v0.11; ``entropy_coef`` and
+            ``critic_coef`` are refused naming these.)
         loss_critic_type: the critic's distance, ``"l2"``, ``"l1"`` or ``"smooth_l1"``.
         normalize_advantage: standardize the advantage over the batch first.
         gamma: the discount, if given here (else the value estimator's).
@@ -131,8 +133,8 @@ class PPOLoss(LossModule):
         *,
         entropy_bonus: bool = True,
         samples_mc_entropy: int = 1,
-        entropy_coef: float = 0.01,
-        critic_coef: float | None = 1.0,
+        entropy_coeff: float = 0.01,
+        critic_coeff: float | None = 1.0,
         loss_critic_type: str = "smooth_l1",
         normalize_advantage: bool = False,
         gamma: float | None = None,
@@ -142,17 +144,22 @@ class PPOLoss(LossModule):
         value_key: NestedKey | None = None,
         reduction: str = "mean",
         clip_value: float | None = None,
+        **renamed: Any,
     ) -> None:
         super().__init__()
         name = type(self).__name__
+        for old_name in renamed:  # the reference's former spellings get the new name in the error
+            new_name = {"entropy_coef": "entropy_coeff", "critic_coef": "critic_coeff"}.get(old_name)
+            hint = f"; the argument is called {new_name!r}" if new_name else ""
+            raise TypeError(f"{name}: unexpected argument {old_name!r}{hint}")
         self.reduction = check_reduction(name, reduction)
         distance_loss(torch.zeros(1), torch.zeros(1), loss_critic_type)  # an unknown distance fails here
         if not hasattr(actor_network, "get_dist"):
             raise TypeError(
                 f"{name}: actor_network must be a probabilistic actor (with get_dist), got {type(actor_network).__name__}."
             )
-        if critic_network is None and critic_coef is not None:
-            raise ValueError(f"{name}: without a critic_network, critic_coef must be None (no critic loss).")
+        if critic_network is None and critic_coeff is not None:
+            raise ValueError(f"{name}: without a critic_network, critic_coeff must be None (no critic loss).")
         if samples_mc_entropy < 1:
             raise ValueError(f"{name}: samples_mc_entropy must be >= 1, got {samples_mc_entropy}.")
         if clip_value is not None and clip_value <= 0:
@@ -169,8 +176,8 @@ class PPOLoss(LossModule):
         self.has_critic = critic_network is not None
         self.entropy_bonus = bool(entropy_bonus)
         self.samples_mc_entropy = int(samples_mc_entropy)
-        self.entropy_coef = float(entropy_coef)
-        self.critic_coef = None if critic_coef is None else float(critic_coef)
+        self.entropy_coeff = float(entropy_coeff)
+        self.critic_coeff = None if critic_coeff is None else float(critic_coeff)
         self.loss_critic_type = loss_critic_type
         self.normalize_advantage = bool(normalize_advantage)
         self.separate_losses = bool(separate_losses)
@@ -277,7 +284,7 @@ class PPOLoss(LossModule):
         return params
 
     def loss_critic(self, tensordict: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """``critic_coef * d(value_target, V(s))`` per sample, and the clipped fraction
+        """``critic_coeff * d(value_target, V(s))`` per sample, and the clipped fraction
         (with ``clip_value``)."""
         keys = self.tensor_keys
         self._require(tensordict, keys.value_target)
@@ -295,10 +302,10 @@ class PPOLoss(LossModule):
             clipped = old_value + change.clamp(-self.clip_value, self.clip_value)
             loss = torch.maximum(loss, distance_loss(target, clipped, loss_function=self.loss_critic_type))
             clip_fraction = (change.abs() > self.clip_value).float().mean().detach()
-        assert self.critic_coef is not None
+        assert self.critic_coeff is not None
         if loss.ndim == tensordict.batch_dims + 1 and loss.shape[-1] == 1:
             loss = loss.squeeze(-1)  # one value per sample
-        return self.critic_coef * loss, clip_fraction
+        return self.critic_coeff * loss, clip_fraction
 
     def _objective(
         self, log_weight: torch.Tensor, advantage: torch.Tensor, tensordict: TensorDictBase,
@@ -327,8 +334,8 @@ class PPOLoss(LossModule):
         if self.entropy_bonus:
             entropy = _entropy(dist, self.samples_mc_entropy)
             out["entropy"] = entropy.detach().mean()
-            out["loss_entropy"] = reduce_loss(-self.entropy_coef * entropy, self.reduction)
-        if self.critic_coef is not None:
+            out["loss_entropy"] = reduce_loss(-self.entropy_coeff * entropy, self.reduction)
+        if self.critic_coeff is not None:
             loss_critic, value_clip_fraction = self.loss_critic(tensordict)
             out["loss_critic"] = reduce_loss(loss_critic, self.reduction)
             if value_clip_fraction is not None:
@@ -346,7 +353,7 @@ class ClipPPOLoss(PPOLoss):
     Keyword Args:
         clip_epsilon: how far the ratio may move from 1 before its gradient is cut.
         **kwargs: as ``PPOLoss`` (``entropy_bonus``, ``samples_mc_entropy``,
-            ``entropy_coef``, ``critic_coef``, ``loss_critic_type``, ``normalize_advantage``,
+            ``entropy_coeff``, ``critic_coeff``, ``loss_critic_type``, ``normalize_advantage``,
             ``gamma``, ``separate_losses``, the keys, ``reduction``, ``clip_value``).
 
     Outputs ``clip_fraction`` too: the share of samples whose ratio lies outside
@@ -415,7 +422,7 @@ class KLPENPPOLoss(PPOLoss):
         >>> from cadence.modules import OneHotCategorical, ProbabilisticActor, ValueOperator
         >>> actor = ProbabilisticActor(TensorDictModule(torch.nn.Linear(3, 2), ["observation"], ["logits"]),
         ...     in_keys=["logits"], distribution_class=OneHotCategorical, return_log_prob=True)
-        >>> loss = KLPENPPOLoss(actor, None, critic_coef=None, beta=1.0, dtarg=0.01)
+        >>> loss = KLPENPPOLoss(actor, None, critic_coeff=None, beta=1.0, dtarg=0.01)
         >>> with torch.no_grad():
         ...     data = actor(TensorDict({"observation": torch.randn(6, 3)}, [6]))
         >>> data["advantage"] = torch.randn(6, 1)

@@ -197,7 +197,41 @@ class TD3Loss(LossModule):
             )
             return next_values.min(0).values
 
-    def value_loss(self, tensordict: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+    def value_loss(self, tensordict: TensorDictBase) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """The critics' loss, reduced as ``reduction`` says, and its metadata
+        (``"td_error"`` per sample, ``"pred_value"``, ``"next_state_value"``,
+        ``"target_value"``), as the reference returns them: ``loss, _ = loss.value_loss(data)``
+        trains the critics alone.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> from cadence.data import Bounded
+            >>> from cadence.modules import MLP, Actor, ValueOperator
+            >>> actor = Actor(MLP(in_features=3, out_features=2, num_cells=[8]))
+            >>> critic = ValueOperator(MLP(in_features=5, out_features=1, num_cells=[8]),
+            ...                        in_keys=["observation", "action"])
+            >>> loss = TD3Loss(actor, critic, action_spec=Bounded(-1.0, 1.0, shape=(2,)))
+            >>> data = TensorDict({"observation": torch.randn(4, 3), "action": torch.rand(4, 2),
+            ...     "next": {"observation": torch.randn(4, 3), "reward": torch.ones(4, 1),
+            ...              "done": torch.zeros(4, 1, dtype=torch.bool),
+            ...              "terminated": torch.zeros(4, 1, dtype=torch.bool)}}, [4])
+            >>> critic_loss, metadata = loss.value_loss(data)
+            >>> critic_loss.shape, metadata["td_error"].shape, loss.actor_loss(data)[0].shape
+            (torch.Size([]), torch.Size([4]), torch.Size([]))
+        """
+        loss, td_error, metrics = self._per_sample_value_loss(tensordict)
+        return reduce_loss(loss, self.reduction), {"td_error": td_error.detach(), **metrics}
+
+    def actor_loss(self, tensordict: TensorDictBase) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """The actor's loss ``-Q_1(s, pi(s))`` (the critics' parameters held out), reduced
+        as ``reduction`` says, and its metadata (``"state_action_value_actor"``)."""
+        loss, value = self._per_sample_actor_loss(tensordict)
+        return reduce_loss(loss, self.reduction), {"state_action_value_actor": value.detach()}
+
+    def _per_sample_value_loss(
+        self, tensordict: TensorDictBase
+    ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
         """The critics' loss (summed over the critics) and squared TD error (their largest),
         per sample, and metrics."""
         keys = self.tensor_keys
@@ -216,7 +250,7 @@ class TD3Loss(LossModule):
         }
         return loss, td_error, metrics
 
-    def actor_loss(self, tensordict: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
+    def _per_sample_actor_loss(self, tensordict: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
         """``-Q_1(s, pi(s))`` per sample (the critics' parameters held out), and ``Q_1``."""
         keys = self.tensor_keys
         data = tensordict.select(*self.actor_in_keys, strict=False)
@@ -232,9 +266,9 @@ class TD3Loss(LossModule):
     def forward(self, tensordict: TensorDictBase) -> TensorDict:
         """The losses and metrics of a batch; writes the TD error into ``tensordict``."""
         self._check_input(tensordict)
-        loss_qvalue, td_error, metrics = self.value_loss(tensordict)
+        loss_qvalue, td_error, metrics = self._per_sample_value_loss(tensordict)
         write_priority(tensordict, self.tensor_keys.priority, td_error)
-        loss_actor, actor_value = self.actor_loss(tensordict)
+        loss_actor, actor_value = self._per_sample_actor_loss(tensordict)
         return TensorDict(
             {
                 "loss_actor": reduce_loss(loss_actor, self.reduction),

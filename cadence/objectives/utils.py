@@ -198,6 +198,57 @@ class TargetNetUpdater:
     def _step(self) -> None:
         raise TypeError(f"{type(self).__name__} must implement _step().")
 
+    def state_dict(self) -> dict[str, Any]:
+        """The updater's own progress (the target parameters themselves belong to the
+        loss's state): whether ``init_`` ran, and a subclass's counters.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict.nn import TensorDictModule
+            >>> from cadence.objectives.common import LossModule
+            >>> loss = LossModule()
+            >>> loss.convert_to_functional(TensorDictModule(torch.nn.Linear(1, 1), ["x"], ["y"]), "net",
+            ...                            create_target_params=True)
+            >>> updater = SoftUpdate(loss, tau=0.1)
+            >>> updater.init_()
+            >>> updater.state_dict()
+            {'initialized': True}
+        """
+        return {"initialized": self.initialized}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restores what :meth:`state_dict` returned (checked whole before anything changes).
+
+        Raises:
+            ValueError: an entry is missing, unknown or not of its type.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict.nn import TensorDictModule
+            >>> from cadence.objectives.common import LossModule
+            >>> loss = LossModule()
+            >>> loss.convert_to_functional(TensorDictModule(torch.nn.Linear(1, 1), ["x"], ["y"]), "net",
+            ...                            create_target_params=True)
+            >>> updater = SoftUpdate(loss, tau=0.1)
+            >>> updater.load_state_dict({"initialized": True})
+            >>> updater.initialized
+            True
+        """
+        self._check_state(state_dict, {"initialized": bool})
+        self.initialized = state_dict["initialized"]
+
+    def _check_state(self, state_dict: Any, fields: dict[str, type]) -> None:
+        """Raises ``ValueError`` unless ``state_dict`` holds exactly ``fields``, each of its type."""
+        owner = f"{type(self).__name__}.load_state_dict"
+        if not isinstance(state_dict, dict) or set(state_dict) != set(fields):
+            found = sorted(map(str, state_dict)) if isinstance(state_dict, dict) else type(state_dict).__name__
+            raise ValueError(f"{owner}: expected a dict of {sorted(fields)}, got {found}.")
+        for name, kind in fields.items():
+            value = state_dict[name]
+            # bool is an int to Python: a counter must not take True, a flag must not take 1
+            if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+                raise ValueError(f"{owner}: {name!r} should be a {kind.__name__}, got {value!r}.")
+
 
 class SoftUpdate(TargetNetUpdater):
     """Polyak averaging: ``target <- eps * target + (1 - eps) * param`` at each step.
@@ -275,3 +326,46 @@ class HardUpdate(TargetNetUpdater):
         if self.counter % self.value_network_update_interval == 0:
             sources, targets = self._leaf_lists()
             torch._foreach_copy_(targets, sources)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Whether ``init_`` ran, and the steps counted towards the next copy.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict.nn import TensorDictModule
+            >>> from cadence.objectives.common import LossModule
+            >>> loss = LossModule()
+            >>> loss.convert_to_functional(TensorDictModule(torch.nn.Linear(1, 1), ["x"], ["y"]), "net",
+            ...                            create_target_params=True)
+            >>> updater = HardUpdate(loss, value_network_update_interval=10)
+            >>> updater.step(); updater.step()
+            >>> resumed = HardUpdate(loss, value_network_update_interval=10)
+            >>> resumed.load_state_dict(updater.state_dict())
+            >>> resumed.counter
+            2
+        """
+        return {**super().state_dict(), "counter": self.counter}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restores what :meth:`state_dict` returned: the next copy falls on the same step.
+
+        Raises:
+            ValueError: an entry is missing, unknown or not of its type, or the counter is negative.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict.nn import TensorDictModule
+            >>> from cadence.objectives.common import LossModule
+            >>> loss = LossModule()
+            >>> loss.convert_to_functional(TensorDictModule(torch.nn.Linear(1, 1), ["x"], ["y"]), "net",
+            ...                            create_target_params=True)
+            >>> HardUpdate(loss).load_state_dict({"initialized": False, "counter": -1})
+            Traceback (most recent call last):
+            ...
+            ValueError: HardUpdate.load_state_dict: 'counter' must be >= 0, got -1.
+        """
+        self._check_state(state_dict, {"initialized": bool, "counter": int})
+        if state_dict["counter"] < 0:
+            raise ValueError(f"HardUpdate.load_state_dict: 'counter' must be >= 0, got {state_dict['counter']}.")
+        self.initialized = state_dict["initialized"]
+        self.counter = state_dict["counter"]

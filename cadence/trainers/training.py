@@ -406,7 +406,10 @@ class TrainingRun:
         self.buffer.loads(directory / "buffer")
         source = directory / "state.pt"
         _load_into(self.agent, state["agent"], source)
-        _load_into(self.collector, state["collector"], source)
+        try:  # the simulators are put back below: the collector steps on where they stood
+            self.collector.load_state_dict(state["collector"], continue_episodes=True)
+        except Exception as err:
+            raise CheckpointError(f"{source}: the collector's state does not fit: {err}") from None
         try:
             self.generator.set_state(state["generator"])
             self.env.rng.set_state(state["env_rng"])

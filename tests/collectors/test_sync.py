@@ -202,7 +202,7 @@ def test_state_dict_resumes_the_same_trajectories(fast_path: bool) -> None:
     collector.next()
     state = collector.state_dict()
     resumed = SyncDataCollector(env, policy, frames_per_batch=20, fast_path=fast_path)
-    resumed.load_state_dict(state)
+    resumed.load_state_dict(state, continue_episodes=True)
     batch = resumed.next()
     assert resumed.state_dict()["frames"] == 40
     assert batch["collector", "traj_ids"][:, 0].tolist() == state["traj_ids"]["current"].tolist()
@@ -464,3 +464,43 @@ def test_observations_that_fit_their_space_still_collect_on_the_fast_path() -> N
 
     with pytest.raises(ValueError, match="the policy's own failure"):
         SyncDataCollector(GymWrapper(OffSpaceEnv(shape=(3,))), failing, frames_per_batch=8).next()
+
+
+def test_compile_policy_and_cudagraph_policy_do_the_documented_thing_or_warn(recwarn) -> None:
+    from tensordict.nn import TensorDictModule
+
+    torch.manual_seed(0)
+    policy = TensorDictModule(torch.nn.Linear(3, 1), ["observation"], ["action"])
+    plain = SyncDataCollector(GymEnv("Pendulum-v1"), policy, frames_per_batch=20, total_frames=40)
+    calls = []
+
+    def counting_backend(graph_module, example_inputs):  # stands for inductor: counts compilations
+        calls.append(1)
+        return graph_module.forward
+
+    compiled = SyncDataCollector(
+        GymEnv("Pendulum-v1"), policy, frames_per_batch=20, total_frames=40,
+        compile_policy={"backend": counting_backend, "warmup": 2}, cudagraph_policy={"warmup": 10},
+    )
+    plain.set_seed(1)
+    compiled.set_seed(1)
+    for ours, theirs in zip(compiled, plain):
+        torch.testing.assert_close(ours["action"], theirs["action"])
+    assert calls, "the policy was never compiled"
+    if not torch.cuda.is_available():
+        assert any("cudagraph_policy skipped: CUDA graphs need a CUDA device" in str(w.message) for w in recwarn)
+    assert compiled.policy is policy  # weights, state_dict and updates still reach the module
+    with pytest.raises(TypeError, match="compile_policy: expected a bool or a dict"):
+        SyncDataCollector(GymEnv("Pendulum-v1"), policy, frames_per_batch=20, compile_policy="max")
+
+
+def test_a_collector_restored_on_a_new_env_starts_new_episodes() -> None:
+    # what the reference's dqn script does on resume: a new env (never reset), the saved collector state
+    first = SyncDataCollector(GymEnv("CartPole-v1"), frames_per_batch=30)
+    first.next()
+    state = first.state_dict()
+    fresh = SyncDataCollector(GymEnv("CartPole-v1"), frames_per_batch=30)
+    fresh.load_state_dict(state)
+    batch = fresh.next()
+    assert fresh.state_dict()["frames"] == 60
+    assert batch["collector", "traj_ids"][0].item() > state["traj_ids"]["current"].max().item()

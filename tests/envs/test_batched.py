@@ -145,8 +145,9 @@ def test_context_manager_and_close():
     with SerialEnv(2, lambda: GymEnv("CartPole-v1")) as env:
         env.rollout(3)
     assert env.is_closed
-    with pytest.raises(RuntimeError, match="closed"):
-        env.start()
+    first = env._envs[0]
+    assert env.rollout(3).batch_size == torch.Size([2, 3])  # a closed batch reopens on use (new sub-envs)
+    assert not env.is_closed and env._envs[0] is not first and first.is_closed
 
 
 def test_env_creator_pickles_and_shares_buffers():

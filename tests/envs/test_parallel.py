@@ -601,3 +601,14 @@ def test_serial_for_single_keeps_one_env_in_this_process():
         assert not two.runs_in_process
         two.rollout(3)
         assert len(multiprocessing.active_children()) == 2
+
+
+def test_a_closed_parallel_env_starts_its_workers_again_on_use():
+    # the reference's example scripts close their evaluation env after a first reset, then roll it out
+    env = ParallelEnv(2, lambda: GymEnv("CartPole-v1"))
+    env.reset()
+    env.close()
+    assert env.is_closed and multiprocessing.active_children() == []
+    assert env.rollout(5, break_when_any_done=False).batch_size == torch.Size([2, 5])
+    env.close()
+    assert multiprocessing.active_children() == []

@@ -54,7 +54,7 @@ def test_clip_ppo_equals_a_plain_torch_computation() -> None:
     actor, critic = _actor(), ValueOperator(torch.nn.Linear(3, 1))
     data = _batch(actor)
     _step_away(actor)
-    loss = ClipPPOLoss(actor, critic, clip_epsilon=0.1, entropy_coef=0.05, critic_coef=0.5)
+    loss = ClipPPOLoss(actor, critic, clip_epsilon=0.1, entropy_coeff=0.05, critic_coeff=0.5)
     out = loss(data)
 
     log_prob, entropy = _log_probs(actor, data)
@@ -163,7 +163,7 @@ def test_options_and_bad_input() -> None:
     actor = _actor()
     data = _batch(actor)
     assert ClipPPOLoss(actor, ValueOperator(torch.nn.Linear(3, 1)), reduction="none")(data)["loss_objective"].shape == (2, 6)
-    no_critic = ClipPPOLoss(actor, None, critic_coef=None, entropy_bonus=False)
+    no_critic = ClipPPOLoss(actor, None, critic_coeff=None, entropy_bonus=False)
     assert sorted(no_critic(data).keys()) == ["ESS", "clip_fraction", "kl_approx", "loss_objective"]
     message = missing_key_message(no_critic, data.exclude("action_log_prob"))
     assert "needs ['action_log_prob']" in message and "'action'" in message
@@ -172,7 +172,7 @@ def test_options_and_bad_input() -> None:
     assert "('next', 'observation')" in message
     with pytest.raises(ValueError, match="requires grad"):
         no_critic(data.set("action_log_prob", data["action_log_prob"].clone().requires_grad_()))
-    with pytest.raises(ValueError, match="critic_coef"):
+    with pytest.raises(ValueError, match="critic_coeff"):
         ClipPPOLoss(actor, None)
     loss = ClipPPOLoss(actor, ValueOperator(torch.nn.Linear(3, 1)), advantage_key="adv")
     assert loss.tensor_keys.advantage == "adv" and loss.value_estimator.tensor_keys.advantage == "adv"
@@ -188,7 +188,7 @@ def test_clip_ppo_learns_cartpole() -> None:
         in_keys=["logits"], distribution_class=OneHotCategorical, return_log_prob=True,
     )
     critic = ValueOperator(MLP(in_features=4, out_features=1, num_cells=[64, 64]))
-    loss = ClipPPOLoss(actor, critic, entropy_coef=0.0, normalize_advantage=True)
+    loss = ClipPPOLoss(actor, critic, entropy_coeff=0.0, normalize_advantage=True)
     loss.make_value_estimator(ValueEstimators.GAE, gamma=0.99, lmbda=0.95)
     optimizer = torch.optim.Adam(loss.parameters(), lr=3e-3)
     # the env takes boolean one-hot actions
@@ -207,3 +207,8 @@ def test_clip_ppo_learns_cartpole() -> None:
                 optimizer.step()
     after = cartpole_lengths(env, policy)
     assert after > max(3 * before, 100), (before, after)
+
+
+def test_the_reference_s_former_argument_names_are_refused_naming_the_new_ones() -> None:
+    with pytest.raises(TypeError, match="unexpected argument 'critic_coef'; the argument is called 'critic_coeff'"):
+        ClipPPOLoss(_actor(), ValueOperator(torch.nn.Linear(4, 1)), critic_coef=0.5)

@@ -191,3 +191,22 @@ class _Scale(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.factor * x
+
+
+def test_value_loss_and_actor_loss_are_the_forward_s_losses_reduced_with_metadata() -> None:
+    # the reference's td3 script trains with these two, one optimizer each
+    data = transitions(8, 3, torch.rand(8, 1))
+    generator = torch.Generator().manual_seed(0)
+    loss = TD3Loss(*_nets(), bounds=(-1.0, 1.0), generator=generator)
+    forward = loss(data.clone())
+    generator.manual_seed(0)  # the same target-policy noise again
+    critic_loss, critic_metadata = loss.value_loss(data.clone())
+    actor_loss, actor_metadata = loss.actor_loss(data.clone())
+    torch.testing.assert_close(critic_loss, forward["loss_qvalue"])
+    torch.testing.assert_close(actor_loss, forward["loss_actor"])
+    assert critic_metadata["td_error"].shape == (8,) and actor_metadata["state_action_value_actor"].shape == (8,)
+    critic_loss.backward()
+    assert grads_are_set(loss.qvalue_network_params) and grads_are_empty(loss.actor_network_params)
+    loss.zero_grad()
+    actor_loss.backward()
+    assert grads_are_set(loss.actor_network_params) and grads_are_empty(loss.qvalue_network_params)

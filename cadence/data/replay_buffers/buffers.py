@@ -102,6 +102,13 @@ class ReplayBuffer:
         batch_size: the default size of ``sample()``.
         dim_extend: the dim of ``extend``'s data that holds the items (0).
         generator: the sampler's generator (the sampler keeps its own if ``None``).
+        compilable: the reference's switch that lets ``torch.compile`` trace its buffer
+            (and gives up sharing the writer between processes). Cadence's sampling runs
+            in numpy and is never traced: a compiled function is compiled around
+            ``sample()``. The flag is kept (``buffer.compilable``) and changes nothing.
+        shared: the reference's buffer written by several processes at once. Cadence's
+            buffers are written by one process (the multi-process collectors deliver
+            their batches to it), so only ``False`` is taken; ``True`` is refused.
 
     Examples:
         >>> import torch
@@ -127,9 +134,18 @@ class ReplayBuffer:
         batch_size: int | None = None,
         dim_extend: int | None = None,
         generator: torch.Generator | None = None,
+        compilable: bool = False,
+        shared: bool = False,
     ) -> None:
         from cadence.envs.transforms.base import Compose  # buffers are usable without envs imported first
 
+        if shared:
+            raise ValueError(
+                "shared=True: a buffer written by several processes at once is not something Cadence's buffers do; "
+                "write from one process (MultiSyncDataCollector/MultiaSyncDataCollector deliver the workers' "
+                "batches to it), or share a LazyMemmapStorage's files for reading."
+            )
+        self.compilable = compilable
         self._storage: Storage = _built(storage, Storage, lambda: ListStorage(1000))
         self._sampler: Sampler = _built(sampler, Sampler, RandomSampler)
         self._writer: Writer = _built(writer, Writer, self._default_writer)

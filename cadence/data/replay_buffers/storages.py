@@ -561,6 +561,10 @@ class LazyTensorStorage(TensorStorage):
         ndim: how many leading dims count elements; with ``ndim=2`` a ``[n, T]`` batch
             fills ``n`` rows of ``T`` elements, and the storage has
             ``max_size // T`` rows.
+        compilable: the reference's switch that lets ``torch.compile`` trace its
+            storage. Cadence's storages index their tensors in one call and are never
+            traced (the buffer's sampling runs in numpy, outside a compiled graph), so
+            the flag is kept (``storage.compilable``) and changes nothing.
 
     Examples:
         >>> import torch
@@ -571,8 +575,11 @@ class LazyTensorStorage(TensorStorage):
         (torch.Size([5, 200]), 800)
     """
 
-    def __init__(self, max_size: int, *, device: torch.device | str = "cpu", ndim: int = 1) -> None:
+    def __init__(
+        self, max_size: int, *, device: torch.device | str = "cpu", ndim: int = 1, compilable: bool = False
+    ) -> None:
         super().__init__(None, max_size, device=device, ndim=ndim)
+        self.compilable = compilable
 
     def _row_layout(self, data: Any) -> tuple[int, torch.Size]:
         if data.ndim < self.ndim:
@@ -614,6 +621,7 @@ class LazyMemmapStorage(LazyTensorStorage):
         scratch_dir: the directory of the files (a new temporary one if ``None``).
         device: the device samples are returned on (``"cpu"``).
         ndim: how many leading dims count elements.
+        compilable: as for ``LazyTensorStorage`` (kept, changes nothing).
 
     Examples:
         >>> import tempfile, torch
@@ -631,8 +639,9 @@ class LazyMemmapStorage(LazyTensorStorage):
         scratch_dir: str | Path | None = None,
         device: torch.device | str = "cpu",
         ndim: int = 1,
+        compilable: bool = False,
     ) -> None:
-        super().__init__(max_size, device=device, ndim=ndim)
+        super().__init__(max_size, device=device, ndim=ndim, compilable=compilable)
         self.scratch_dir = Path(scratch_dir) if scratch_dir is not None else None
 
     def _allocate(self, data: Any) -> None:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-from tensordict import TensorDictBase
+from tensordict import TensorDict, TensorDictBase
 
 from cadence.data import Bounded, Composite, TensorSpec, Unbounded
 from cadence.envs.transforms.base import NestedKey, Transform
@@ -394,6 +394,45 @@ class VecNorm(Transform):
             if value is not None:
                 tensordict.set(out_key, self._checked(lambda v, k=in_key: self._normalise(k, v), value, in_key))
         return tensordict
+
+    def _loc_scale(self) -> tuple[TensorDict, TensorDict]:
+        locs, scales = TensorDict(), TensorDict()
+        for key in self.in_keys:
+            stats = self._stats(key)
+            if stats is None:
+                continue
+            total, squares, count = (stat.detach() for stat in stats)
+            mean = total / count
+            locs.set(key, mean)
+            scales.set(key, (squares / count - mean * mean).clamp_min(self.eps).sqrt())
+        return locs, scales
+
+    @property
+    def loc(self) -> TensorDict:
+        """The current means, by in_key: with :attr:`scale`, the affine map
+        ``(x - loc) / scale`` this transform applies now (an ``ObservationNorm(loc,
+        scale, standard_normal=True)`` freezes it).
+
+        Examples:
+            >>> from cadence.envs import GymEnv
+            >>> from cadence.envs.transforms import TransformedEnv
+            >>> env = TransformedEnv(GymEnv("Pendulum-v1"), VecNorm(in_keys=["observation"]))
+            >>> _ = env.rollout(10)
+            >>> norm = env.transform[0]
+            >>> norm.loc["observation"].shape, bool((norm.scale["observation"] > 0).all())
+            (torch.Size([3]), True)
+        """
+        return self._loc_scale()[0]
+
+    @property
+    def scale(self) -> TensorDict:
+        """The current standard deviations (at least ``sqrt(eps)``), by in_key; see :attr:`loc`."""
+        return self._loc_scale()[1]
+
+    @property
+    def standard_normal(self) -> bool:
+        """``True``: the map is ``(x - loc) / scale`` (as ``ObservationNorm``'s ``standard_normal``)."""
+        return True
 
     def transform_output_spec(self, output_spec: Composite) -> Composite:
         batch_dims = len(output_spec.shape)

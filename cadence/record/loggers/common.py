@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from tensordict import TensorDictBase
 
 __all__ = ["Logger", "import_optional", "to_scalar", "hparams_to_dict", "flatten_dict"]
 
@@ -233,7 +234,7 @@ class Logger:
         >>> logger = PrintLogger("demo", log_dir=None)
         >>> logger.log_scalar("reward", 1.5)
         reward 0 1.5
-        >>> logger.log_metrics({"reward": 2.0, "loss": 0.1}, step=10)
+        >>> _ = logger.log_metrics({"reward": 2.0, "loss": 0.1, "rate": None}, step=10)
         reward 10 2.0
         loss 10 0.1
         >>> logger.log_scalar("reward", 2.5)
@@ -302,15 +303,28 @@ class Logger:
 
     # ------------------------------------------------------------------ shared
 
-    def log_metrics(self, metrics: Mapping[str, Any], step: int | None = None) -> None:
+    def log_metrics(
+        self, metrics: Mapping[str, Any] | TensorDictBase, step: int | None = None, *, keys_sep: str = "/"
+    ) -> dict[str, Any]:
         """Logs several scalars at one step (one :meth:`log_scalar` call each).
 
+        A value of ``None`` (a metric not measured yet, such as a progress bar's rate
+        before its first interval) is skipped.
+
         Args:
-            metrics: name -> value.
+            metrics: name -> value, or a tensordict (nested keys joined by ``keys_sep``).
             step: the step for all of them, or ``None`` (each name's own next step).
+            keys_sep: how a tensordict's nested keys are joined into one name.
+
+        Returns:
+            The metrics logged, by name.
         """
-        for name, value in metrics.items():
+        if isinstance(metrics, TensorDictBase):
+            metrics = metrics.flatten_keys(keys_sep).to_dict()
+        logged = {name: value for name, value in metrics.items() if value is not None}
+        for name, value in logged.items():
             self.log_scalar(name, value, step=step)
+        return logged
 
     def flush(self) -> None:
         """Writes out what the backend buffers. The base class has nothing to flush."""

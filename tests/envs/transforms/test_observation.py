@@ -174,3 +174,24 @@ def test_clip_values_specs_and_inverse():
         ClipTransform(in_keys=["x"], low=1.0, high=0.0)
     with pytest.raises(ValueError, match="neither"):
         ClipTransform(in_keys=["x"])
+
+
+def test_vec_norm_loc_and_scale_freeze_into_an_observation_norm():
+    # the reference's PPO script saves them so that a replay normalises as training did
+    env = TransformedEnv(GymEnv("Pendulum-v1"), VecNorm(in_keys=["observation"], decay=0.99999, eps=1e-2))
+    env.set_seed(0)
+    env.rollout(50)
+    norm = env.transform[0]
+    frozen = ObservationNorm(loc=norm.loc["observation"], scale=norm.scale["observation"], in_keys=["observation"],
+                             standard_normal=True)
+    raw = torch.randn(7, 3)
+    expected = (raw - norm.loc["observation"]) / norm.scale["observation"]
+    torch.testing.assert_close(frozen(TensorDict({"observation": raw}, [7]))["observation"], expected)
+    assert norm.standard_normal
+    norm.decay = 1.0  # one more value moves the statistics by a known amount: the map is the transform's own
+    value = torch.randn(3)
+    total, squares, count = norm.sum__observation + value, norm.ssq__observation + value**2, norm.count__observation + 1
+    mean = total / count
+    scale = (squares / count - mean**2).clamp_min(norm.eps).sqrt()
+    torch.testing.assert_close(norm(TensorDict({"observation": value}, []))["observation"], (value - mean) / scale)
+    torch.testing.assert_close(norm.loc["observation"], mean)
