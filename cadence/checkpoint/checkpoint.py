@@ -57,8 +57,8 @@ class Checkpoint:
     Files hold data only: reading a checkpoint runs no code (``torch.load(weights_only=True)``
     and JSON; no pickle). Writing is crash-safe: a new checkpoint is written aside and
     replaces the previous one atomically. A simulator's hidden state (a gymnasium env's
-    physics) is in no component: a collector's state holds what its tensordicts hold,
-    which continues a run exactly only for envs whose state lives there.
+    physics) is in no component: a restored collector keeps its counters and starts new
+    episodes, as the reference's does (``cadence train`` restores simulators too).
 
     Args:
         format: ``"directory"`` (a folder: ``LATEST`` naming a ``checkpoint-<id>/`` tree)

@@ -22,6 +22,7 @@ from cadence.collectors import (
     MultiAsyncCollector,
     MultiSyncCollector,
     MultiSyncDataCollector,
+    SyncDataCollector,
 )
 from cadence.envs import GymEnv, PendulumEnv, SerialEnv
 from cadence.envs.libs.gym import GymWrapper
@@ -356,3 +357,20 @@ def test_set_seed_rejects_bad_seeds_before_anything_changes(cls: type) -> None:
                 assert torch.equal(a, b)
                 compared += 1
         assert compared >= 1
+
+
+def test_async_collector_is_one_worker_collecting_ahead() -> None:
+    from cadence.collectors import AsyncCollector, aSyncDataCollector
+
+    with AsyncCollector(pendulum, frames_per_batch=10, total_frames=30) as collector:
+        collector.set_seed(2)
+        batches = list(collector)
+    assert [batch.numel() for batch in batches] == [10, 10, 10] and collector.num_workers == 1
+    with SyncDataCollector(pendulum(), frames_per_batch=10, total_frames=30) as reference:
+        reference.set_seed(2)
+        expected = list(reference)
+    for ours, theirs in zip(batches, expected):
+        assert torch.equal(ours["next", "observation"], theirs["next", "observation"])
+    assert aSyncDataCollector is AsyncCollector
+    with pytest.raises(ValueError, match="AsyncCollector runs one worker"):
+        AsyncCollector(pendulum, frames_per_batch=10, num_workers=2)

@@ -635,3 +635,23 @@ def test_rand_action_with_an_all_false_action_mask_says_no_action_is_allowed():
     env = TransformedEnv(GameOver(), ActionMask())
     with pytest.raises(ValueError, match=r"Categorical\(n=3, \.\.\.\)\.rand: the mask allows no category, so no value \(no action\)"):
         env.rollout(5)
+
+
+def test_rollout_auto_cast_to_device_on_one_device_changes_nothing():
+    from tensordict.nn import TensorDictModule
+
+    policy = TensorDictModule(torch.nn.Linear(3, 1), ["observation"], ["action"])
+    env = GymEnv("Pendulum-v1")
+    env.set_seed(0)
+    cast = env.rollout(10, policy, auto_cast_to_device=True)
+    env.set_seed(0)
+    assert (cast == env.rollout(10, policy)).all()
+
+
+def test_specs_holds_the_input_and_output_specs_locked():
+    env = PendulumEnv()
+    specs = env.specs
+    assert specs["input_spec", "full_action_spec", "action"] == env.action_spec
+    assert specs["output_spec", "full_observation_spec"] == env.full_observation_spec
+    with pytest.raises(RuntimeError):
+        specs["output_spec", "full_observation_spec", "extra"] = env.action_spec

@@ -297,3 +297,13 @@ def test_add_writes_the_index_over_the_items_own_batch_dims() -> None:
     trajectory = _trajectories(1, length=5)[0]  # one element: a [5] trajectory
     assert buffer.add(trajectory) == 1
     assert trajectory["index"].tolist() == [1] * 5
+
+
+def test_the_reference_s_compilable_flag_is_kept_and_shared_writers_are_refused():
+    # the reference's PPO script builds its buffer with compilable=cfg.compile.compile
+    storage = LazyTensorStorage(8, compilable=True)
+    buffer = TensorDictReplayBuffer(storage=storage, batch_size=2, compilable=True)
+    buffer.extend(TensorDict({"x": torch.arange(4.0)}, [4]))
+    assert buffer.compilable and storage.compilable and buffer.sample()["x"].shape == (2,)
+    with pytest.raises(ValueError, match="shared=True: a buffer written by several processes"):
+        TensorDictReplayBuffer(storage=LazyTensorStorage(8), shared=True)
