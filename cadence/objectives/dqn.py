@@ -24,6 +24,7 @@ Examples:
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import Any
 
 import torch
@@ -51,11 +52,22 @@ _SPACE_NAMES = {"one_hot": "one_hot", "one-hot": "one_hot", "onehot": "one_hot",
 
 
 def _action_space(action_space: str | TensorSpec | None, value_network: torch.nn.Module) -> str:
-    """``"one_hot"`` or ``"categorical"``: from ``action_space`` (a name or a spec), else the network's."""
+    """``"one_hot"`` or ``"categorical"``: from ``action_space`` (a name or a spec), else the
+    network's (its own, or that of a Q-value module inside it), else ``"one_hot"`` with a
+    warning (the reference's default)."""
     if action_space is None:
-        action_space = getattr(value_network, "action_space", None)
-        if action_space is None:
-            action_space = spec_leaf(getattr(value_network, "spec", None))
+        for module in value_network.modules():  # the network itself first, then a QValueModule in a sequence
+            action_space = getattr(module, "action_space", None) or spec_leaf(getattr(module, "spec", None))
+            if action_space is not None:
+                break
+        else:
+            warnings.warn(
+                "DQNLoss: action_space was not given and the value network does not say it; using 'one_hot'. "
+                "Pass action_space='one_hot' or 'categorical' (or the action spec) to silence this.",
+                UserWarning,
+                stacklevel=3,
+            )
+            return "one_hot"
     if isinstance(action_space, str):
         if action_space.lower() not in _SPACE_NAMES:
             raise ValueError(

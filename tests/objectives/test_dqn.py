@@ -9,7 +9,7 @@ from tensordict.nn import TensorDictModule, TensorDictSequential
 from cadence.data import Categorical, OneHot
 from cadence.data.replay_buffers import LazyTensorStorage, RandomSampler, TensorDictReplayBuffer
 from cadence.envs import ExplorationType, GymEnv, set_exploration_type
-from cadence.modules import MLP, QValueActor
+from cadence.modules import MLP, QValueActor, QValueModule
 from cadence.objectives import DQNLoss, HardUpdate, ValueEstimators
 from tests.objectives._helpers import cartpole_lengths, grads_are_empty, missing_key_message, transitions
 
@@ -71,11 +71,14 @@ def test_categorical_actions_give_the_same_loss_as_one_hot(shape: tuple[int, ...
     torch.testing.assert_close(categorical(data.clone().set("action", indices))["loss"], one_hot(data)["loss"])
 
 
-def test_a_plain_module_is_wrapped_and_the_action_space_is_needed() -> None:
+def test_a_plain_module_is_wrapped_and_the_action_space_defaults_to_one_hot() -> None:
     loss = DQNLoss(torch.nn.Linear(3, 3), action_space="one_hot")
     assert isinstance(loss.value_network, QValueActor) and torch.isfinite(loss(_one_hot_batch())["loss"])
-    with pytest.raises(ValueError, match="action_space"):
-        DQNLoss(TensorDictModule(torch.nn.Linear(3, 3), ["observation"], ["action_value"]))
+    with pytest.warns(UserWarning, match="action_space was not given .* using 'one_hot'"):  # the reference's default
+        assert DQNLoss(TensorDictModule(torch.nn.Linear(3, 3), ["observation"], ["action_value"])).action_space == "one_hot"
+    sequence = TensorDictSequential(TensorDictModule(torch.nn.Linear(3, 3), ["observation"], ["action_value"]),
+                                    QValueModule(action_space="categorical"))
+    assert DQNLoss(sequence).action_space == "categorical"  # read from the Q-value module inside
     with pytest.raises(ValueError, match="'one_hot' or 'categorical'"):
         DQNLoss(torch.nn.Linear(3, 3), action_space="binary")
 
