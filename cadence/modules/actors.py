@@ -624,6 +624,21 @@ class TanhModule(TensorDictModuleBase):
             self.register_buffer(f"_low_{i}", key_low.float() if not key_low.is_floating_point() else key_low)
             self.register_buffer(f"_high_{i}", key_high.float() if not key_high.is_floating_point() else key_high)
 
+    def squash(self, index: int, value: torch.Tensor) -> torch.Tensor:
+        """The squashed ``value`` of the ``index``-th in key (what ``forward`` writes).
+
+        Examples:
+            >>> import torch
+            >>> TanhModule(in_keys=["x"], low=0.0, high=2.0).squash(0, torch.zeros(1)).tolist()
+            [1.0]
+        """
+        u = torch.tanh(value)
+        if self.clamp:
+            bound = 1.0 - torch.finfo(u.dtype).eps
+            u = u.clamp(-bound, bound)
+        low, high = getattr(self, f"_low_{index}"), getattr(self, f"_high_{index}")
+        return (high + low) / 2 + (high - low) / 2 * u
+
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Writes the squashed values."""
         for i, (in_key, out_key) in enumerate(zip(self.in_keys, self.out_keys)):
@@ -633,10 +648,5 @@ class TanhModule(TensorDictModuleBase):
                     f"TanhModule: the tensordict holds nothing at {in_key!r}; "
                     f"it holds {sorted(map(str, tensordict.keys(True, True)))}"
                 )
-            u = torch.tanh(value)
-            if self.clamp:
-                bound = 1.0 - torch.finfo(u.dtype).eps
-                u = u.clamp(-bound, bound)
-            low, high = getattr(self, f"_low_{i}"), getattr(self, f"_high_{i}")
-            tensordict.set(out_key, (high + low) / 2 + (high - low) / 2 * u)
+            tensordict.set(out_key, self.squash(i, value))
         return tensordict

@@ -149,6 +149,22 @@ def _compile_ou(module: Any, batch: torch.Size) -> TensorStep | None:
     return step
 
 
+def _compile_tanh(module: Any) -> TensorStep | None:
+    """A ``TanhModule`` on a dict: each in key squashed into its out key, by the module's own ops."""
+    keys = list(zip(module.in_keys, module.out_keys))
+    if not _keys_are_plain([key for pair in keys for key in pair]):
+        return None
+
+    def step(values: Values) -> None:
+        for index, (in_key, out_key) in enumerate(keys):
+            value = values.get(in_key)
+            if value is None:
+                raise KeyError(f"TanhModule: the step holds nothing at {in_key!r}; it holds {sorted(values)}")
+            values[out_key] = module.squash(index, value)
+
+    return step
+
+
 def _compile_gaussian(module: Any) -> TensorStep | None:
     """The arithmetic of ``AdditiveGaussianModule.forward``, on tensors."""
     from cadence.modules.actors import bounds_of
@@ -189,8 +205,9 @@ def compile_policy(policy: Any, batch_size: torch.Size | tuple[int, ...] = ()) -
     annealed by ``.step()`` are read at each call).
 
     Args:
-        policy: a ``TensorDictModule`` of a plain module, an exploration module, or a
-            ``TensorDictSequential`` of those; anything else gives ``None``.
+        policy: a ``TensorDictModule`` of a plain module, a ``TanhModule``, an
+            exploration module, or a ``TensorDictSequential`` of those; anything else
+            gives ``None``.
         batch_size: the batch size of the tensordicts the policy would be called on
             (the env's); the exploration modules read it.
 
@@ -207,9 +224,12 @@ def compile_policy(policy: Any, batch_size: torch.Size | tuple[int, ...] = ()) -
         >>> compile_policy(seq) is not None, compile_policy(lambda td: td)
         (True, None)
     """
+    from cadence.modules.actors import TanhModule
     from cadence.modules.exploration import AdditiveGaussianModule, OrnsteinUhlenbeckProcessModule
 
     batch_size = torch.Size(batch_size)
+    if type(policy) is TanhModule:
+        return _compile_tanh(policy)
     if type(policy) is OrnsteinUhlenbeckProcessModule:
         return _compile_ou(policy, batch_size)
     if type(policy) is AdditiveGaussianModule:

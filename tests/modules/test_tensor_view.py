@@ -9,7 +9,7 @@ from tensordict.nn import TensorDictModule, TensorDictSequential
 from cadence.modules.tensor_view import compile_policy
 from cadence.data import Bounded
 from cadence.envs.utils import ExplorationType, set_exploration_type
-from cadence.modules import Actor, AdditiveGaussianModule, OrnsteinUhlenbeckProcessModule
+from cadence.modules import Actor, AdditiveGaussianModule, OrnsteinUhlenbeckProcessModule, TanhModule
 
 
 def _mlp() -> torch.nn.Module:
@@ -44,6 +44,15 @@ def test_module_and_sequence_match() -> None:
     _run_both(lambda: TensorDictSequential(
         TensorDictModule(mlp, ["observation"], ["hidden"]),
         TensorDictModule(torch.nn.Tanh(), ["hidden"], ["action"]),
+    ))
+
+
+def test_tanh_module_matches_module() -> None:
+    # the DDPG/TD3 scripts' actor: an MLP then TanhModule squashing into the action bounds
+    mlp = _mlp()
+    _run_both(lambda: TensorDictSequential(
+        TensorDictModule(mlp, ["observation"], ["param"]),
+        TanhModule(in_keys=["param"], out_keys=["action"], low=-2.0, high=torch.tensor([1.0, 3.0])),
     ))
 
 
