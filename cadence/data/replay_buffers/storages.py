@@ -33,7 +33,9 @@ from __future__ import annotations
 
 import copy
 import math
+import shutil
 import tempfile
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -618,15 +620,16 @@ class LazyMemmapStorage(LazyTensorStorage):
 
     Args:
         max_size: the number of elements (along the first ``ndim`` dims).
-        scratch_dir: the directory of the files (a new temporary one if ``None``).
+        scratch_dir: the directory of the files, kept after the storage is gone; if ``None``,
+            a new temporary one, removed when the storage is garbage-collected or at exit.
         device: the device samples are returned on (``"cpu"``).
         ndim: how many leading dims count elements.
         compilable: as for ``LazyTensorStorage`` (kept, changes nothing).
 
     Examples:
-        >>> import tempfile, torch
+        >>> import torch
         >>> from tensordict import TensorDict
-        >>> storage = LazyMemmapStorage(10, scratch_dir=tempfile.mkdtemp())
+        >>> storage = LazyMemmapStorage(10)
         >>> storage.set(torch.arange(2), TensorDict({"obs": torch.ones(2, 3)}, [2]))
         >>> storage.get(torch.tensor([1]))["obs"].tolist()
         [[1.0, 1.0, 1.0]]
@@ -648,6 +651,9 @@ class LazyMemmapStorage(LazyTensorStorage):
         _, shape = self._row_layout(data)
         if self.scratch_dir is None:
             self.scratch_dir = Path(tempfile.mkdtemp(prefix="cadence-memmap-"))
+            # a folder the storage made is the storage's: removed with it (or at exit), as the
+            # reference's temporary files are; a folder the user named is left alone
+            weakref.finalize(self, shutil.rmtree, str(self.scratch_dir), True)
         self.scratch_dir.mkdir(parents=True, exist_ok=True)
         if isinstance(data, torch.Tensor):
             storage: Any = MemoryMappedTensor.empty(

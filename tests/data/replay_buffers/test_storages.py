@@ -38,6 +38,22 @@ def test_memmap_storage_writes_files_in_its_scratch_dir(tmp_path) -> None:
     assert (tmp_path / "data" / "obs.memmap").exists()
 
 
+def test_memmap_storage_removes_the_scratch_dir_it_made_and_keeps_the_users(tmp_path) -> None:
+    import gc
+    data = TensorDict({"obs": torch.ones(2, 3)}, [2])
+    own = LazyMemmapStorage(4)
+    own.set(torch.arange(2), data)
+    made = own.scratch_dir
+    assert made is not None and made.is_dir()
+    users = LazyMemmapStorage(4, scratch_dir=tmp_path / "mine")
+    users.set(torch.arange(2), data)
+    del own, users
+    gc.collect()
+    # the reference's temporary memory maps go with the buffer; a 1M-frame buffer must not stay in /tmp
+    assert not made.exists()
+    assert (tmp_path / "mine").is_dir() and any((tmp_path / "mine").rglob("*.memmap"))
+
+
 def test_two_dim_storages_count_elements_and_read_flat_indices() -> None:
     storage = LazyTensorStorage(1000, ndim=2)
     trajectories = TensorDict({"t": torch.arange(800).reshape(4, 200)}, [4, 200])
