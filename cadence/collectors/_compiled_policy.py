@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 import torch
 
-__all__ = ["with_options"]
+__all__ = ["for_workers", "with_options"]
 
 
 def _options(value: bool | dict[str, Any] | None, name: str) -> dict[str, Any] | None:
@@ -60,21 +60,46 @@ def with_options(
     """
     compile_options = _options(compile_policy, "compile_policy")
     graph_options = _options(cudagraph_policy, "cudagraph_policy")
+    if graph_options is not None and not torch.cuda.is_available():
+        _warn_cudagraph_skipped()
+        graph_options = None
     if compile_options is not None:
         from cadence.utils import compile_with_warmup
 
         warmup = int(compile_options.pop("warmup", 1))
         policy = compile_with_warmup(policy, warmup=warmup, **compile_options)
     if graph_options is not None:
-        if not torch.cuda.is_available():
-            warnings.warn(
-                "cudagraph_policy skipped: CUDA graphs need a CUDA device and none is available; the policy "
-                "runs as it is.",
-                UserWarning,
-                stacklevel=3,
-            )
-        else:
-            from tensordict.nn import CudaGraphModule
+        from tensordict.nn import CudaGraphModule
 
-            policy = CudaGraphModule(policy, **graph_options)
+        policy = CudaGraphModule(policy, **graph_options)
     return policy
+
+
+def for_workers(
+    compile_policy: bool | dict[str, Any] | None, cudagraph_policy: bool | dict[str, Any] | None
+) -> tuple[bool | dict[str, Any] | None, bool | dict[str, Any] | None]:
+    """The options as a multi-process collector hands them to its workers, checked in the
+    main process: a bad value raises here (not in a worker), and ``cudagraph_policy`` on a
+    machine without CUDA warns once here and reaches the workers as ``False``.
+
+    Examples:
+        >>> import warnings, torch
+        >>> with warnings.catch_warnings(record=True):
+        ...     warnings.simplefilter("always")
+        ...     options = for_workers({"mode": "default"}, True)
+        >>> options == ({"mode": "default"}, torch.cuda.is_available())
+        True
+    """
+    _options(compile_policy, "compile_policy")
+    if _options(cudagraph_policy, "cudagraph_policy") is not None and not torch.cuda.is_available():
+        _warn_cudagraph_skipped()
+        cudagraph_policy = False
+    return compile_policy, cudagraph_policy
+
+
+def _warn_cudagraph_skipped() -> None:
+    warnings.warn(
+        "cudagraph_policy skipped: CUDA graphs need a CUDA device and none is available; the policy runs as it is.",
+        UserWarning,
+        stacklevel=4,
+    )

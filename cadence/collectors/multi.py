@@ -40,6 +40,7 @@ from typing import Any, NoReturn
 import torch
 from tensordict import TensorDict, TensorDictBase
 
+from cadence.collectors._compiled_policy import for_workers
 from cadence.collectors._shared import BufferLayout, SharedBuffer, map_layout, same_layout
 from cadence.collectors.sync import DataCollectorBase, Policy, SyncDataCollector, _check_frames, _load_weights
 from cadence.collectors.utils import split_trajectories
@@ -168,6 +169,7 @@ class _MultiCollectorBase(DataCollectorBase):
         frames_per_batch, total_frames, init_random_frames = _check_frames(
             frames_per_batch, total_frames, init_random_frames
         )
+        compile_policy, cudagraph_policy = for_workers(compile_policy, cudagraph_policy)
         fns = self._env_fns(create_env_fn, num_workers)
         n = len(fns)
         kwargs_list = (

@@ -222,6 +222,28 @@ def test_bad_arguments() -> None:
         MultiSyncDataCollector([pendulum] * 2, num_workers=3, frames_per_batch=10)
 
 
+def _marking_backend(graph_module: Any, example_inputs: Any) -> Any:
+    """Stands for inductor in the workers: leaves one file per compiling process."""
+    Path(os.environ["CADENCE_TEST_COMPILE_MARKS"], str(os.getpid())).touch()
+    return graph_module.forward
+
+
+def test_compile_and_cudagraph_options_reach_the_workers(tmp_path: Path, monkeypatch: Any, recwarn: Any) -> None:
+    monkeypatch.setenv("CADENCE_TEST_COMPILE_MARKS", str(tmp_path))
+    with MultiSyncDataCollector(
+        [pendulum] * 2, linear_policy(), frames_per_batch=20, total_frames=60,
+        compile_policy={"backend": _marking_backend, "warmup": 1}, cudagraph_policy=True,
+    ) as collector:
+        batches = list(collector)
+    assert len(batches) == 3
+    assert len(list(tmp_path.iterdir())) == 2, "each worker compiles its own policy"
+    if not torch.cuda.is_available():  # said once, in the main process, not by each worker
+        skipped = [w for w in recwarn if "cudagraph_policy skipped" in str(w.message)]
+        assert len(skipped) == 1 and skipped[0].filename == __file__
+    with pytest.raises(TypeError, match="compile_policy: expected a bool or a dict"):
+        MultiSyncDataCollector([pendulum] * 2, linear_policy(), frames_per_batch=20, compile_policy="max")
+
+
 def _shared_dirs() -> set[str]:
     return {name for name in os.listdir("/dev/shm") if name.startswith("cadence-collector-")} if os.path.isdir(
         "/dev/shm"
