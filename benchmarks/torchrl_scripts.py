@@ -19,6 +19,7 @@ Usage::
     python benchmarks/torchrl_scripts.py --sota /path/to/rl/sota-implementations
     python benchmarks/torchrl_scripts.py --sota ... --scripts dqn,ppo --budget learning
     python benchmarks/torchrl_scripts.py --sota ... --skip-reference --keep /tmp/runs
+    python benchmarks/torchrl_scripts.py --sota ... --set compile.compile=True --set compile.cudagraphs=True
 
 Budgets: ``smoke`` (a few thousand frames, to see that every script finishes) and
 ``learning`` (50k frames of DDPG/TD3/SAC on HalfCheetah-v5, 100k of PPO; DQN on
@@ -103,7 +104,7 @@ def _last_value(run_dir: Path, name: str) -> float | None:
         return None
 
 
-def run_script(python: str, source: Path, name: str, budget: str, seed_overrides: list[str], work: Path,
+def run_script(python: str, source: Path, name: str, budget: str, extra: list[str], work: Path,
                cadence: bool, timeout_s: float) -> Outcome:
     folder_name, file_name, budgets = SCRIPTS[name]
     folder = work / ("cadence" if cadence else "torchrl") / name
@@ -111,13 +112,15 @@ def run_script(python: str, source: Path, name: str, budget: str, seed_overrides
     if cadence:
         rewrite_for_cadence(folder)
     out = folder / "out"
-    command = [python, file_name, *budgets[budget], *COMMON, *seed_overrides, f"hydra.run.dir={out}"]
+    command = [python, file_name, *budgets[budget], *COMMON, *extra, f"hydra.run.dir={out}"]
     start = time.perf_counter()
     try:
         result = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
         return Outcome(False, time.perf_counter() - start, None, None, f"timed out after {timeout_s:.0f} s")
     wall = time.perf_counter() - start
+    (folder / "stdout.txt").write_text(result.stdout)  # kept with --keep: warnings, timings
+    (folder / "stderr.txt").write_text(result.stderr)
     error = ""
     if result.returncode != 0:
         lines = [line for line in result.stderr.strip().splitlines() if line.strip()]
@@ -140,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-cadence", action="store_true")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per run")
     parser.add_argument("--keep", type=Path, default=None, help="run in this folder and keep it (else a temporary one)")
+    parser.add_argument("--set", dest="extra", action="append", default=[], metavar="KEY=VALUE",
+                        help="one more hydra override for both libraries (repeatable), e.g. compile.compile=True")
     args = parser.parse_args(argv)
 
     names = [name.strip() for name in args.scripts.split(",") if name.strip()]
@@ -162,7 +167,8 @@ def main(argv: list[str] | None = None) -> int:
         if reference:
             contenders.append(("torchrl", reference))
         for library, python in contenders:
-            outcome = run_script(python, args.sota, name, args.budget, [], work, library == "cadence", args.timeout)
+            outcome = run_script(python, args.sota, name, args.budget, args.extra, work, library == "cadence",
+                                 args.timeout)
             outcomes[library] = outcome
             state = "finished" if outcome.finished else f"FAILED: {outcome.error}"
             print(f"{name:5s} {library:8s} {outcome.wall_s:8.1f} s  eval {_number(outcome.eval_return):>9s}  "
@@ -170,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append((name, outcomes))
 
     print()
-    print(f"budget: {args.budget}")
+    print(f"budget: {args.budget}" + (f", with {' '.join(args.extra)}" if args.extra else ""))
     print("| script | library | finished | wall-clock (s) | eval return | train return | cadence/torchrl wall |")
     print("|---|---|---|---|---|---|---|")
     for name, outcomes in rows:

@@ -46,6 +46,7 @@ from typing import Any
 
 from cadence.checkpoint._files import check_record, fsync_dir, fsync_file, unseal_manifest
 from cadence.checkpoint.report import CheckpointError
+from cadence.data.replay_buffers._checkpoint_files import read_bytes
 from cadence.data.replay_buffers.checkpoint import POINTER, latest_checkpoint, write_checkpoint
 
 __all__ = ["MANIFEST", "open_checkpoint", "write_archive", "write_directory"]
@@ -180,13 +181,7 @@ class _DirectoryReader(_Reader):
                 f"{source}: holds no Cadence checkpoint (neither {POINTER} nor {MANIFEST} in it)."
             )
         file = self.root / MANIFEST
-        try:
-            data = file.read_bytes()
-        except FileNotFoundError:
-            raise CheckpointError(f"{file}: missing.") from None
-        except OSError as error:
-            raise CheckpointError(f"{file}: cannot be read ({type(error).__name__}: {error}).") from None
-        self.manifest = unseal_manifest(data, str(file))
+        self.manifest = unseal_manifest(read_bytes(file, CheckpointError), str(file))
 
     def shown(self, name: str, relative: str) -> str:
         return str(self.root / "components" / name / relative)

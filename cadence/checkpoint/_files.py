@@ -25,9 +25,7 @@ Examples:
 from __future__ import annotations
 
 import json
-import os
 import re
-import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from pathlib import Path, PurePath
@@ -37,7 +35,15 @@ import numpy as np
 import torch
 
 from cadence.checkpoint.report import CheckpointError
-from cadence.data.replay_buffers._checkpoint_files import _Tagged, decode_state, encode_state, file_entry
+from cadence.data.replay_buffers._checkpoint_files import (
+    _Tagged,
+    decode_state,
+    encode_state,
+    file_entry,
+    seal_json,
+    unseal_json,
+)
+from cadence.data.replay_buffers.checkpoint import fsync_dir, fsync_file
 
 __all__ = [
     "FORMAT",
@@ -125,21 +131,6 @@ def check_record(file: Path, shown: str, record: Mapping[str, Any], verify: bool
         raise CheckpointError(f"{shown}: holds {size} bytes, the manifest says {record['bytes']}{hint}.")
     if verify and "crc32" in record and file_entry(file)["crc32"] != record["crc32"]:
         raise CheckpointError(f"{shown}: its checksum differs from the one recorded when it was written (damaged).")
-
-
-def fsync_file(file: Path) -> None:
-    """Flushes ``file`` to disk (before a rename publishes it)."""
-    with open(file, "rb") as handle:
-        os.fsync(handle.fileno())
-
-
-def fsync_dir(directory: Path) -> None:
-    """Flushes ``directory``'s entries to disk (after a rename in it)."""
-    handle = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(handle)
-    finally:
-        os.close(handle)
 
 
 # ---------------------------------------------------------------------- states (torch.save, weights_only)
@@ -338,10 +329,6 @@ def read_json(file: Path, shown: str, record: Mapping[str, Any]) -> Any:
 
 
 # ---------------------------------------------------------------------- the manifest
-def _canonical(body: Mapping[str, Any]) -> bytes:
-    return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
-
-
 def seal_manifest(body: dict[str, Any]) -> bytes:
     """The manifest's bytes: ``body`` as JSON, with a CRC-32 of it under ``"crc32"``.
 
@@ -350,8 +337,7 @@ def seal_manifest(body: dict[str, Any]) -> bytes:
         >>> unseal_manifest(seal_manifest(body), "ckpt/manifest.json")["components"]
         {}
     """
-    sealed = {**body, "crc32": zlib.crc32(_canonical(body))}
-    return (json.dumps(sealed, indent=1, sort_keys=True) + "\n").encode()
+    return seal_json(body)
 
 
 def unseal_manifest(data: bytes, shown: str) -> dict[str, Any]:
@@ -367,19 +353,7 @@ def unseal_manifest(data: bytes, shown: str) -> dict[str, Any]:
         ...
         cadence.checkpoint.report.CheckpointError: ckpt/manifest.json: has no 'crc32' field: not written by a Cadence checkpoint.
     """
-    try:
-        body = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise CheckpointError(
-            f"{shown}: not valid JSON ({len(data)} bytes; {error}): truncated or overwritten?"
-        ) from None
-    if not isinstance(body, dict):
-        raise CheckpointError(f"{shown}: holds a JSON {type(body).__name__}, not an object.")
-    sealed = body.pop("crc32", None)
-    if not isinstance(sealed, int):
-        raise CheckpointError(f"{shown}: has no 'crc32' field: not written by a Cadence checkpoint.")
-    if zlib.crc32(_canonical(body)) != sealed:
-        raise CheckpointError(f"{shown}: its content does not match its checksum (edited or damaged).")
+    body = unseal_json(data, shown, "a Cadence checkpoint", error=CheckpointError)
     if body.get("format") != FORMAT:
         raise CheckpointError(f"{shown}: its format is {body.get('format')!r}, expected {FORMAT!r}.")
     version = body.get("version")

@@ -56,9 +56,12 @@ __all__ = [
     "file_entry",
     "load_state",
     "map_raw",
+    "read_bytes",
     "read_meta",
     "save_state",
     "shape_field",
+    "seal_json",
+    "unseal_json",
     "write_meta",
     "write_raw",
 ]
@@ -102,6 +105,69 @@ def _canonical(body: Mapping[str, Any]) -> bytes:
     return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
 
 
+def seal_json(body: dict[str, Any]) -> bytes:
+    """``body`` as JSON bytes, with a CRC-32 of it under ``"crc32"`` (what :func:`unseal_json` checks).
+
+    Examples:
+        >>> unseal_json(seal_json({"rows": 3}), "meta.json", "dumps()")
+        {'rows': 3}
+    """
+    sealed = {**body, "crc32": zlib.crc32(_canonical(body))}
+    return (json.dumps(sealed, indent=1, sort_keys=True) + "\n").encode()
+
+
+def unseal_json(
+    data: bytes, shown: str, writer: str, *, verify: bool = True, error: type[CheckpointError] = CheckpointError
+) -> dict[str, Any]:
+    """The object :func:`seal_json` wrote, its seal removed and (with ``verify``) checked.
+
+    Args:
+        data: the file's bytes.
+        shown: the file's name in messages.
+        writer: what writes such files, for the message when the seal is missing.
+        verify: compare the CRC-32 (a hand edit or damage that keeps it valid JSON).
+        error: the ``CheckpointError`` subclass to raise.
+
+    Raises:
+        CheckpointError: not JSON, not an object, not sealed, or (with ``verify``) altered.
+
+    Examples:
+        >>> unseal_json(b'{"rows": 3}', "meta.json", "dumps()")
+        Traceback (most recent call last):
+        ...
+        cadence.data.replay_buffers.checkpoint.CheckpointError: meta.json: has no 'crc32' field: not written by dumps().
+    """
+    try:
+        body = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as reason:
+        raise error(f"{shown}: not valid JSON ({len(data)} bytes; {reason}): truncated or overwritten?") from None
+    if not isinstance(body, dict):
+        raise error(f"{shown}: holds a JSON {type(body).__name__}, not an object.")
+    sealed = body.pop("crc32", None)
+    if not isinstance(sealed, int):
+        raise error(f"{shown}: has no 'crc32' field: not written by {writer}.")
+    if verify and zlib.crc32(_canonical(body)) != sealed:
+        raise error(f"{shown}: its content does not match its checksum (edited or damaged).")
+    return body
+
+
+def read_bytes(file: Path, error: type[CheckpointError] = CheckpointError) -> bytes:
+    """``file``'s bytes; a missing or unreadable file raises ``error`` naming it.
+
+    Examples:
+        >>> read_bytes(Path("/nonexistent/meta.json"))
+        Traceback (most recent call last):
+        ...
+        cadence.data.replay_buffers.checkpoint.CheckpointError: /nonexistent/meta.json: missing.
+    """
+    try:
+        return file.read_bytes()
+    except FileNotFoundError:
+        raise error(f"{file}: missing.") from None
+    except OSError as reason:
+        raise error(f"{file}: cannot be read ({type(reason).__name__}: {reason}).") from None
+
+
 def write_meta(file: Path, body: dict[str, Any]) -> None:
     """Writes ``body`` as JSON into ``file``, with a CRC-32 of it under ``"crc32"``.
 
@@ -112,8 +178,7 @@ def write_meta(file: Path, body: dict[str, Any]) -> None:
         >>> read_meta(file, "example")["rows"]
         3
     """
-    sealed = {**body, "crc32": zlib.crc32(_canonical(body))}
-    file.write_text(json.dumps(sealed, indent=1, sort_keys=True) + "\n")
+    file.write_bytes(seal_json(body))
 
 
 def read_meta(file: Path, expected_format: str, verify: bool = True) -> dict[str, Any]:
@@ -138,25 +203,7 @@ def read_meta(file: Path, expected_format: str, verify: bool = True) -> dict[str
         ...
         cadence.data.replay_buffers.checkpoint.CheckpointError: .../meta.json: its content does not match its ...
     """
-    try:
-        text = file.read_bytes()
-    except FileNotFoundError:
-        raise CheckpointError(f"{file}: missing.") from None
-    except OSError as error:
-        raise CheckpointError(f"{file}: cannot be read ({type(error).__name__}: {error}).") from error
-    try:
-        body = json.loads(text)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise CheckpointError(
-            f"{file}: not valid JSON ({len(text)} bytes; {error}): truncated or overwritten?"
-        ) from error
-    if not isinstance(body, dict):
-        raise CheckpointError(f"{file}: holds a JSON {type(body).__name__}, not an object.")
-    sealed = body.pop("crc32", None)
-    if not isinstance(sealed, int):
-        raise CheckpointError(f"{file}: has no 'crc32' field: not written by dumps().")
-    if verify and zlib.crc32(_canonical(body)) != sealed:
-        raise CheckpointError(f"{file}: its content does not match its checksum (edited or damaged).")
+    body = unseal_json(read_bytes(file), str(file), "dumps()", verify=verify)
     if body.get("format") != expected_format:
         raise CheckpointError(f"{file}: its format is {body.get('format')!r}, expected {expected_format!r}.")
     if body.get("version") != VERSION:

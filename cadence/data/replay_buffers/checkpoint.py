@@ -84,7 +84,7 @@ def write_checkpoint(path: str | Path, write: Callable[[Path], object], keep: in
         file.flush()
         os.fsync(file.fileno())
     os.replace(pointer, root / POINTER)
-    _sync_dir(root)
+    fsync_dir(root)
     for stale in root.iterdir():  # older checkpoints and leftovers of interrupted writes
         if stale.name not in kept and stale.name != POINTER and stale.name.startswith((_PREFIX, f"{POINTER}.")):
             if stale.is_dir():
@@ -153,12 +153,26 @@ def _sync_tree(directory: Path) -> None:
     """Flushes the files written to disk, so that the rename publishes complete data."""
     for file in directory.rglob("*"):
         if file.is_file():
-            with open(file, "rb") as handle:
-                os.fsync(handle.fileno())
-    _sync_dir(directory)
+            fsync_file(file)
+    fsync_dir(directory)
 
 
-def _sync_dir(directory: Path) -> None:
+def fsync_file(file: Path) -> None:
+    """Flushes ``file`` to disk (before a rename publishes it).
+
+    Examples:
+        >>> import tempfile
+        >>> file = Path(tempfile.mkdtemp()) / "data.bin"
+        >>> _ = file.write_bytes(b"x")
+        >>> fsync_file(file), fsync_dir(file.parent)
+        (None, None)
+    """
+    with open(file, "rb") as handle:
+        os.fsync(handle.fileno())
+
+
+def fsync_dir(directory: Path) -> None:
+    """Flushes ``directory``'s entries to disk (after a rename in it); see :func:`fsync_file`."""
     handle = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(handle)
