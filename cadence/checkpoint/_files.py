@@ -40,6 +40,7 @@ from cadence.data.replay_buffers._checkpoint_files import (
     decode_state,
     encode_state,
     file_entry,
+    file_size,
     seal_json,
     unseal_json,
 )
@@ -118,12 +119,7 @@ def check_record(file: Path, shown: str, record: Mapping[str, Any], verify: bool
     """
     if file.is_symlink():  # a crafted folder could point a payload at any file of the machine
         raise CheckpointError(f"{shown}: is a symbolic link; a checkpoint's files are plain files (refused).")
-    try:
-        size = file.stat().st_size
-    except FileNotFoundError:
-        raise CheckpointError(f"{shown}: missing.") from None
-    except OSError as error:
-        raise CheckpointError(f"{shown}: cannot be read ({type(error).__name__}: {error}).") from error
+    size = file_size(file, shown, CheckpointError)
     if not file.is_file():
         raise CheckpointError(f"{shown}: not a file.")
     if size != record["bytes"]:

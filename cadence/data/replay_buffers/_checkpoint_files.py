@@ -53,6 +53,7 @@ __all__ = [
     "dtype_name",
     "encode_state",
     "field",
+    "file_size",
     "file_entry",
     "load_state",
     "map_raw",
@@ -289,13 +290,26 @@ def write_raw(tensor: torch.Tensor, file: Path) -> dict[str, int]:
     return {"bytes": int(raw.size), "crc32": crc}
 
 
-def _check_size(file: Path, expected: int) -> None:
+def file_size(file: Path, shown: str | None = None, error: type[CheckpointError] = CheckpointError) -> int:
+    """``file``'s size in bytes; a missing or unreadable file raises ``error`` naming ``shown`` (``file``).
+
+    Examples:
+        >>> file_size(Path("/nonexistent/data.bin"), "ckpt/data.bin")
+        Traceback (most recent call last):
+        ...
+        cadence.data.replay_buffers.checkpoint.CheckpointError: ckpt/data.bin: missing.
+    """
+    shown = str(file) if shown is None else shown
     try:
-        size = file.stat().st_size
+        return file.stat().st_size
     except FileNotFoundError:
-        raise CheckpointError(f"{file}: missing.") from None
-    except OSError as error:
-        raise CheckpointError(f"{file}: cannot be read ({type(error).__name__}: {error}).") from error
+        raise error(f"{shown}: missing.") from None
+    except OSError as reason:
+        raise error(f"{shown}: cannot be read ({type(reason).__name__}: {reason}).") from None
+
+
+def _check_size(file: Path, expected: int) -> None:
+    size = file_size(file)
     if size != expected:
         hint = " (truncated)" if size < expected else ""
         raise CheckpointError(f"{file}: holds {size} bytes, its metadata says {expected}{hint}.")
