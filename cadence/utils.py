@@ -545,6 +545,11 @@ def compile_with_warmup(
       run again uncompiled, as are all later ones. TorchDynamo compiles a frame before
       running it, so the failed attempt ran nothing of the frame it failed on.
 
+    With ``fullgraph=True``, a function that cannot be traced as one graph (TorchDynamo's
+    ``Unsupported``: e.g. Cadence's exploration modules draw their noise from their own
+    ``torch.Generator``, which TorchDynamo does not trace) is compiled with graph breaks
+    instead, and a ``UserWarning`` says why.
+
     Errors of the function itself, and of later recompilations, propagate as usual.
 
     Args:
@@ -598,7 +603,7 @@ def compile_with_warmup(
         warnings.warn(_skip_warning(name, reason), UserWarning, stacklevel=2)
         return model
 
-    from torch._dynamo.exc import BackendCompilerFailed  # noqa: PLC0415
+    from torch._dynamo.exc import BackendCompilerFailed, Unsupported  # noqa: PLC0415
 
     # torch.compile only wraps here (tracing waits for the first compiled call), and it
     # checks its arguments now, so a bad mode/options pair fails at construction
@@ -606,6 +611,14 @@ def compile_with_warmup(
     calls = 0
     # compiled once the warm-up is over, until the first compiled call fails to compile
     target: Callable[..., Any] = compiled
+
+    def uncompiled_from_now(error: Exception, *args: Any, **kwargs: Any) -> Any:
+        nonlocal target
+        warnings.warn(
+            _skip_warning(name, f"the backend failed to compile it ({_first_lines(error)})"), UserWarning, stacklevel=3
+        )
+        target = model
+        return model(*args, **kwargs)
 
     @functools.wraps(model, updated=())
     def run(*args: Any, **kwargs: Any) -> Any:
@@ -617,13 +630,27 @@ def compile_with_warmup(
             return target(*args, **kwargs)
         try:
             return compiled(*args, **kwargs)
-        except BackendCompilerFailed as err:
-            first_line = str(err).strip().splitlines()
-            detail = " ".join(first_line[:2]) if first_line else type(err).__name__
+        except Unsupported as error:
+            if not compile_kwargs.get("fullgraph"):
+                raise
+            # with fullgraph=True TorchDynamo traces the whole call before running any of it
             warnings.warn(
-                _skip_warning(name, f"the backend failed to compile it ({detail})"), UserWarning, stacklevel=2
+                f"compile_with_warmup: {name!r} cannot be compiled as one graph (fullgraph=True: "
+                f"{_first_lines(error)}); it is compiled with graph breaks instead",
+                UserWarning,
+                stacklevel=2,
             )
-            target = model
-            return model(*args, **kwargs)
+            target = torch.compile(model, **{**compile_kwargs, "fullgraph": False})
+        except BackendCompilerFailed as error:
+            return uncompiled_from_now(error, *args, **kwargs)
+        try:
+            return target(*args, **kwargs)
+        except BackendCompilerFailed as error:
+            return uncompiled_from_now(error, *args, **kwargs)
 
     return run
+
+
+def _first_lines(error: Exception) -> str:
+    lines = str(error).strip().splitlines()
+    return " ".join(lines[:2]) if lines else type(error).__name__

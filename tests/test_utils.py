@@ -456,6 +456,36 @@ def test_a_backend_failure_falls_back_once_without_running_the_call_twice() -> N
     assert "toolchain exploded" in messages[0]
 
 
+def test_fullgraph_that_cannot_be_one_graph_is_compiled_with_graph_breaks() -> None:
+    # the reference's DDPG/DQN scripts ask fullgraph=True of their exploring policy; Cadence's
+    # exploration modules draw from their own torch.Generator, which TorchDynamo does not trace
+    generator = torch.Generator().manual_seed(0)
+    backend = CountingBackend()
+
+    def noisy(x: torch.Tensor) -> torch.Tensor:
+        return x * 2 + torch.randn(x.shape, generator=generator)
+
+    fast = compile_with_warmup(noisy, backend=backend, warmup=0, fullgraph=True)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        results = [fast(torch.ones(3)) for _ in range(3)]
+    messages = our_warnings(record)
+    assert len(messages) == 1 and "noisy' cannot be compiled as one graph" in messages[0]
+    assert "compiled with graph breaks instead" in messages[0]
+    replay = torch.Generator().manual_seed(0)
+    for result in results:  # one draw per call: the failed fullgraph trace ran nothing
+        torch.testing.assert_close(result, torch.ones(3) * 2 + torch.randn(3, generator=replay))
+    assert backend.graphs >= 1
+
+    def unsupported(x: torch.Tensor) -> torch.Tensor:  # without fullgraph Dynamo breaks the graph itself
+        return x + torch.randn(x.shape, generator=generator)
+
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        compile_with_warmup(unsupported, backend=backend, warmup=0)(torch.ones(2))
+    assert our_warnings(record) == []
+
+
 @pytest.mark.parametrize(
     ("kwargs", "error", "match"),
     [

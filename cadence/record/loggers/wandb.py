@@ -98,13 +98,18 @@ class WandbLogger(Logger):
     def log_scalar(self, name: str, value: Any, step: int | None = None) -> None:
         """Logs ``{name: value, "trainer/step": step}`` (see :meth:`Logger.log_scalar`).
 
+        A tensor, array or list of several numbers is logged as a list of them, as the
+        reference does (wandb keeps lists; a script that logs, say, the returns of all the
+        episodes that ended in a batch runs unchanged). The file-based loggers take one
+        number only.
+
         Examples:
-            >>> import tempfile
+            >>> import tempfile, torch
             >>> with WandbLogger("exp", save_dir=tempfile.mkdtemp()) as logger:
             ...     logger.log_scalar("loss", 0.5)
+            ...     logger.log_scalar("episode_returns", torch.tensor([1.0, 2.0]))
         """
-        number = to_scalar(name, value)
-        self.experiment.log({name: number, STEP_KEY: self._step(name, step)})
+        self.experiment.log({name: _number_or_numbers(name, value), STEP_KEY: self._step(name, step)})
 
     def log_video(self, name: str, video: Any, step: int | None = None, **kwargs: Any) -> None:
         """Logs a ``wandb.Video`` encoded by Cadence (see the module docstring).
@@ -197,3 +202,15 @@ class WandbLogger(Logger):
             f"WandbLogger(exp_name={self.exp_name!r}, offline={self.offline!r}, "
             f"save_dir={self.save_dir!r}, project={self.project!r})"
         )
+
+
+def _number_or_numbers(name: str, value: Any) -> int | float | list[Any]:
+    """``to_scalar(name, value)``, or for several numbers the (nested) list of them."""
+    if isinstance(value, torch.Tensor) and value.numel() > 1:
+        value = value.detach().cpu().tolist()
+    elif isinstance(value, np.ndarray) and value.size > 1:
+        value = value.tolist()
+    if isinstance(value, (list, tuple)) and len(value) != 1:
+        return [_number_or_numbers(name, item) if isinstance(item, (list, tuple)) else to_scalar(name, item)
+                for item in value]
+    return to_scalar(name, value)

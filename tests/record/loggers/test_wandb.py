@@ -39,6 +39,19 @@ def test_offline_run_dir_is_created_and_holds_the_run(wandb_env):
     assert glob.glob(os.path.join(run_dir, "run-*.wandb"))
 
 
+def test_several_numbers_are_logged_as_a_list_as_the_reference_does(wandb_env):
+    # the reference's SAC script logs the returns of all the episodes that ended in a batch
+    with WandbLogger("exp", save_dir=wandb_env) as logger:
+        logged = logger.log_metrics({"train/reward": torch.tensor([1.0, 2.5]), "loss": torch.tensor([0.5])}, step=3)
+        assert list(logger.experiment.summary["train/reward"]) == [1.0, 2.5]
+        assert logger.experiment.summary["loss"] == 0.5
+        logger.log_scalar("grid", [[1, 2], [3, 4]])
+        assert [list(row) for row in logger.experiment.summary["grid"]] == [[1, 2], [3, 4]]
+        with pytest.raises(TypeError, match="scalar 'bad'"):
+            logger.log_scalar("bad", ["a", "b"])
+    assert set(logged) == {"train/reward", "loss"}
+
+
 def test_hparams_go_to_the_config(wandb_env):
     with WandbLogger("exp", save_dir=wandb_env) as logger:
         logger.log_hparams({"lr": 0.1, "optim": {"name": "adam"}})
