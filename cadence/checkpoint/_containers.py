@@ -42,7 +42,7 @@ import zipfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from cadence.checkpoint._files import check_record, fsync_dir, fsync_file, unseal_manifest
 from cadence.checkpoint.report import CheckpointError
@@ -147,26 +147,27 @@ def _remove_leftovers(parent: Path, name: str) -> None:
 
 
 # ---------------------------------------------------------------------- reading
-class _Reader:
-    """An opened checkpoint: its manifest, and its components' folders on demand."""
+class _Reader(Protocol):
+    """An opened checkpoint (a folder or an archive): its manifest, and its components'
+    folders on demand."""
 
     manifest: dict[str, Any]
     source: Path
 
     def shown(self, name: str, relative: str) -> str:
         """How errors name a component's file."""
-        raise NotImplementedError
+        ...
 
     def folder(self, name: str, files: Mapping[str, Any]) -> Path:
         """The component's folder, its files checked against ``files`` (their records)."""
-        raise NotImplementedError
+        ...
 
     def reword(self, message: str) -> str:
         """``message`` with paths of a temporary copy replaced by what they copy."""
-        return message
+        ...
 
 
-class _DirectoryReader(_Reader):
+class _DirectoryReader:
     def __init__(self, source: Path) -> None:
         self.source = source
         if (source / POINTER).is_file():
@@ -192,8 +193,11 @@ class _DirectoryReader(_Reader):
             check_record(folder / relative, self.shown(name, relative), record, verify=False)
         return folder
 
+    def reword(self, message: str) -> str:
+        return message  # the files are read in place: their paths are the real ones
 
-class _ArchiveReader(_Reader):
+
+class _ArchiveReader:
     def __init__(self, source: Path, archive: zipfile.ZipFile, scratch: Path) -> None:
         self.source = source
         self.archive = archive
