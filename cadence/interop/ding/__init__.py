@@ -1,16 +1,36 @@
 """DI-engine's environment contract (the seed ``di-engine-env-migration.txt``), in Cadence.
 
-So far: the data pieces an env written to the contract imports (``BaseEnvTimestep``,
-``to_ndarray``, ``deep_merge_dicts``).
+An env written for DI-engine (a :class:`BaseEnv` subclass returning
+:class:`BaseEnvTimestep`) runs here as it is; :class:`DingEnvWrapper` turns a gymnasium env
+into one; :mod:`cadence.interop.ding.rules` names any data rule an env breaks.
 
 Examples:
     >>> import numpy as np
-    >>> from cadence.interop.ding import BaseEnvTimestep, to_ndarray
+    >>> from cadence.interop.ding import BaseEnvTimestep, DingEnvWrapper, to_ndarray
     >>> timestep = BaseEnvTimestep(np.zeros(3, np.float32), to_ndarray([1.0], np.float32), False, {})
     >>> timestep.reward.shape, timestep.done
     ((1,), False)
+    >>> env = DingEnvWrapper(cfg={"env_id": "CartPole-v1"})
+    >>> env.reset().shape
+    (4,)
 """
 
+from cadence.interop.ding.adapters import DingEnvAdapter, as_ding_env
+from cadence.interop.ding.base_env import BaseEnv
+from cadence.interop.ding.checker import check_all, demonstrate_correct_procedure
 from cadence.interop.ding.data import BaseEnvTimestep, deep_merge_dicts, to_ndarray
+from cadence.interop.ding.ding_env_wrapper import DingEnvWrapper
+from cadence.interop.ding.rules import DataRuleError
 
-__all__ = ["BaseEnvTimestep", "deep_merge_dicts", "to_ndarray"]
+__all__ = [
+    "BaseEnv",
+    "BaseEnvTimestep",
+    "DataRuleError",
+    "DingEnvAdapter",
+    "DingEnvWrapper",
+    "as_ding_env",
+    "check_all",
+    "deep_merge_dicts",
+    "demonstrate_correct_procedure",
+    "to_ndarray",
+]
