@@ -36,6 +36,7 @@ Examples:
 
 from __future__ import annotations
 
+import copy
 import itertools
 import os
 from collections.abc import Callable, Mapping
@@ -61,9 +62,15 @@ class DingEnvWrapper(BaseEnv):
             ``cfg["env_id"]`` at the first ``reset`` (lazy init; reading a space before
             that makes it then).
         cfg: the config: ``env_id``, ``env_wrapper`` (a preset name or a list of
-            callables), ``act_scale``, ``is_train`` (the Atari preset clips rewards and
-            loses episodes at lives only when training), and for ``gymnasium.make``
+            callables), ``act_scale``, ``rew_clip`` (rewards below -10 become -10, as
+            DI-engine's), ``is_train`` (the Atari preset clips rewards and loses
+            episodes at lives only when training), and for ``gymnasium.make``
             ``env_kwargs`` (a dict).
+        seed_api: pass the episode seeds to the env's ``reset`` (``False`` for envs that
+            take no seed; ``random_action`` is still seeded).
+        caller: ``"collector"`` or ``"evaluator"``: picks the presets' training or
+            evaluation chain when ``cfg`` has no ``is_train``.
+        is_gymnasium: accepted for DI-engine's signature; the env is always gymnasium's.
 
     Raises:
         KeyError: with no ``env`` and no ``cfg["env_id"]``.
@@ -83,8 +90,19 @@ class DingEnvWrapper(BaseEnv):
         >>> env.close()
     """
 
-    def __init__(self, env: gym.Env | None = None, cfg: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        env: gym.Env | None = None,
+        cfg: Mapping[str, Any] | None = None,
+        seed_api: bool = True,
+        caller: str = "collector",
+        is_gymnasium: bool = True,
+    ) -> None:
+        if caller not in ("collector", "evaluator"):
+            raise ValueError(f"caller must be 'collector' or 'evaluator', got {caller!r}")
         self._cfg = {} if cfg is None else cfg
+        self._seed_api = seed_api
+        self._caller = caller
         if env is None and "env_id" not in self._cfg:
             raise KeyError(
                 f"DingEnvWrapper needs a gymnasium env or cfg['env_id'] to make one; the cfg's keys: {sorted(self._cfg)}"
@@ -128,7 +146,7 @@ class DingEnvWrapper(BaseEnv):
         if isinstance(chain, str):
             from cadence.interop.ding.presets import preset_wrappers
 
-            return preset_wrappers(chain, self._cfg)
+            return preset_wrappers(chain, {"is_train": self._caller == "collector", **self._cfg})
         for i, wrap in enumerate(chain):
             if not callable(wrap):
                 raise TypeError(f"cfg['env_wrapper'][{i}] must be a callable env -> env, got {wrap!r}")
@@ -156,7 +174,8 @@ class DingEnvWrapper(BaseEnv):
         if not self._init_flag:
             self._make()
         self._write_video()
-        obs, _ = self._env.reset(seed=self.episode_seed())
+        seed = self.episode_seed()  # drawn even when not passed on, so that the sequence stays the same
+        obs, _ = self._env.reset(seed=seed if self._seed_api else None)
         self._eval_episode_return = 0.0
         if self._replay_path is not None:
             self._frames = [self._render()]
@@ -188,6 +207,8 @@ class DingEnvWrapper(BaseEnv):
         action = self._gym_action(action, self._env.action_space, "action")
         obs, reward, terminated, truncated, info = self._env.step(action)
         reward = float(reward)
+        if self._cfg.get("rew_clip", False):
+            reward = max(-10.0, reward)
         self._eval_episode_return += reward
         done = bool(terminated or truncated)
         info = dict(info)
@@ -245,6 +266,22 @@ class DingEnvWrapper(BaseEnv):
                 f"enable_save_replay: the env renders {getattr(self._env, 'render_mode', None)!r}, "
                 "videos need render_mode='rgb_array' (make the gymnasium env with it, or pass cfg['env_id'])"
             )
+
+    def clone(self, caller: str = "collector") -> DingEnvWrapper:
+        """A new wrapper with a deep copy of the config and of a given env (not yet reset).
+
+        Args:
+            caller: the clone's caller (``"collector"`` or ``"evaluator"``).
+
+        Examples:
+            >>> from cadence.interop.ding import DingEnvWrapper
+            >>> env = DingEnvWrapper(cfg={"env_id": "CartPole-v1"})
+            >>> twin = env.clone("evaluator")
+            >>> twin._cfg == env._cfg and twin._cfg is not env._cfg
+            True
+        """
+        given = None if self._given_env is None else copy.deepcopy(self._given_env)
+        return DingEnvWrapper(given, copy.deepcopy(self._cfg), seed_api=self._seed_api, caller=caller)
 
     # -- helpers --------------------------------------------------------------------------------
 

@@ -188,3 +188,25 @@ def test_gym_hybrid_default_preset_gives_dict_actions():
     timestep = env.step(action)
     assert timestep.obs.dtype == np.float32 and timestep.reward[0] == float(action["action_type"][0])
     check_all(DingEnvWrapper(Hybrid(), cfg={"env_wrapper": "gym_hybrid_default"}))
+
+
+def test_di_engines_signature_seed_api_caller_rew_clip_and_clone():
+    no_seed = DingEnvWrapper(cfg={"env_id": "CartPole-v1"}, seed_api=False)
+    no_seed.seed(0, dynamic_seed=False)
+    assert no_seed.reset().tolist() != no_seed.reset().tolist()  # the env's own seeding
+    evaluate = DingEnvWrapper(cfg={"env_id": "CartPole-v1", "env_wrapper": "default"}, caller="evaluator")
+    assert evaluate._wrapper_chain() == []
+    with pytest.raises(ValueError, match="caller must be"):
+        DingEnvWrapper(cfg={"env_id": "CartPole-v1"}, caller="learner")
+
+    class Punishing(gym.RewardWrapper):
+        def reward(self, reward: float) -> float:
+            return -100.0
+
+    clipped = DingEnvWrapper(cfg={"env_id": "CartPole-v1", "rew_clip": True, "env_wrapper": [Punishing]})
+    clipped.reset()
+    assert clipped.step(np.array([0])).reward.tolist() == [-10.0]
+    twin = clipped.clone("evaluator")
+    assert twin._cfg == clipped._cfg and twin._cfg is not clipped._cfg and not twin._init_flag
+    given = DingEnvWrapper(gym.make("CartPole-v1"))
+    assert given.clone()._env is not given._env
