@@ -57,7 +57,7 @@ from cadence.interop.ding.rules import (
     check_reward,
 )
 
-__all__ = ["CadenceDingEnv", "DingEnvAdapter", "as_ding_env", "spec_to_space"]
+__all__ = ["CadenceDingEnv", "DingEnvAdapter", "as_ding_env", "as_gymnasium_space", "spec_to_space"]
 
 
 class DingEnvAdapter(GymWrapper):
@@ -129,11 +129,9 @@ class _GymnasiumView(gym.Env):
             spaces = None
         if spaces is None or None in spaces:  # an env that learns its spaces at the first reset
             env.reset()
-        self.observation_space = env.observation_space
-        self.action_space = env.action_space
-        for name, space in (("observation_space", self.observation_space), ("action_space", self.action_space)):
-            if not isinstance(space, gym.Space):
-                raise TypeError(f"{type(env).__name__}.{name} must be a gymnasium space, got {space!r}")
+        # DI-engine's own envs build their spaces with gym 0.25's classes
+        self.observation_space = as_gymnasium_space(env.observation_space, f"{type(env).__name__}.observation_space")
+        self.action_space = as_gymnasium_space(env.action_space, f"{type(env).__name__}.action_space")
         self._discrete = isinstance(self.action_space, gym.spaces.Discrete)
         self._obs_layout = _array_layout(self.observation_space)
         self._steps = 0
@@ -185,6 +183,48 @@ class _GymnasiumView(gym.Env):
         if name.startswith("_") or name == "env":
             raise AttributeError(name)
         return getattr(self.env, name)
+
+
+def as_gymnasium_space(space: Any, name: str = "space") -> gym.Space:
+    """``space`` as a gymnasium space: gymnasium's are returned, old gym's (DI-engine's) rebuilt.
+
+    Args:
+        space: a ``gymnasium.spaces`` or ``gym.spaces`` (gym <= 0.26) Box, Discrete,
+            MultiDiscrete, MultiBinary, Dict or Tuple.
+        name: its name in messages.
+
+    Returns:
+        The same space in gymnasium's classes.
+
+    Raises:
+        TypeError: for anything else, naming it.
+
+    Examples:
+        >>> import gymnasium as gym
+        >>> space = gym.spaces.Discrete(3)
+        >>> as_gymnasium_space(space) is space
+        True
+    """
+    if isinstance(space, gym.Space):
+        return space
+    kind = type(space).__name__
+    module = type(space).__module__.split(".")[0]
+    if module == "gym":
+        if kind == "Box":
+            return gym.spaces.Box(space.low, space.high, tuple(space.shape), space.dtype)
+        if kind == "Discrete":
+            return gym.spaces.Discrete(int(space.n), start=int(getattr(space, "start", 0)))
+        if kind == "MultiDiscrete":
+            return gym.spaces.MultiDiscrete(np.asarray(space.nvec), dtype=space.dtype)
+        if kind == "MultiBinary":
+            return gym.spaces.MultiBinary(space.n)
+        if kind == "Dict":
+            return gym.spaces.Dict({k: as_gymnasium_space(v, f"{name}[{k!r}]") for k, v in space.spaces.items()})
+        if kind == "Tuple":
+            return gym.spaces.Tuple(tuple(as_gymnasium_space(v, f"{name}[{i}]") for i, v in enumerate(space.spaces)))
+    raise TypeError(
+        f"{name} must be a gymnasium (or gym) Box, Discrete, MultiDiscrete, MultiBinary, Dict or Tuple space, got {space!r}"
+    )
 
 
 def _array_layout(space: gym.Space) -> tuple[np.dtype, tuple[int, ...]] | None:

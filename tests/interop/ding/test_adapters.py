@@ -250,3 +250,37 @@ def test_as_ding_env_is_lazy_with_a_factory_and_refuses_batched_envs():
         as_ding_env(42)
     with pytest.raises(RuntimeError, match="before the first reset"):
         as_ding_env(GymEnv("CartPole-v1")).step(np.array([0]))
+
+
+def test_old_gym_spaces_of_di_engine_envs_are_converted(monkeypatch):
+    """DI-engine's envs use gym 0.25's space classes: stand-ins named and placed like them."""
+    import types
+
+    from cadence.interop.ding.adapters import as_gymnasium_space
+
+    def old(kind: str, **fields: Any) -> Any:
+        cls = type(kind, (), {"__module__": "gym.spaces." + kind.lower()})
+        obj = cls()
+        obj.__dict__.update(fields)
+        return obj
+
+    box = old("Box", low=np.zeros(2, np.float32), high=np.ones(2, np.float32), shape=(2,), dtype=np.dtype(np.float32))
+    converted = as_gymnasium_space(old("Dict", spaces={"x": box, "k": old("Discrete", n=3, start=0)}))
+    assert converted == gym.spaces.Dict(
+        {"x": gym.spaces.Box(0, 1, (2,), np.float32), "k": gym.spaces.Discrete(3)}
+    )
+    assert as_gymnasium_space(old("MultiBinary", n=4)) == gym.spaces.MultiBinary(4)
+    assert as_gymnasium_space(old("Tuple", spaces=(old("MultiDiscrete", nvec=np.array([2, 3]), dtype=np.dtype(np.int64)),))) == (
+        gym.spaces.Tuple((gym.spaces.MultiDiscrete([2, 3]),))
+    )
+    with pytest.raises(TypeError, match="SimpleNamespace.action_space must be a gymnasium \\(or gym\\)"):
+        DingEnvAdapter(types.SimpleNamespace(observation_space=gym.spaces.Discrete(2), action_space="left", step=None, reset=None))
+
+    class OldSpaces(CartpoleEnv):
+        @property
+        def observation_space(self) -> Any:
+            return old("Box", low=np.full(4, -np.inf, np.float32), high=np.full(4, np.inf, np.float32), shape=(4,),
+                       dtype=np.dtype(np.float32))
+
+    env = DingEnvAdapter(OldSpaces({}))
+    assert env.rollout(5)["observation"].shape == (5, 4)
