@@ -146,30 +146,40 @@ class _GymnasiumView(gym.Env):
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         if self._discrete:
-            action = np.asarray(action, dtype=np.int64).reshape(1)
+            action = np.array((action,), dtype=np.int64)  # the contract's (1,) int64 array
         timestep = self.env.step(action)
         self._steps += 1
-        if type(timestep) is not BaseEnvTimestep and not (isinstance(timestep, tuple) and len(timestep) == 4):
-            raise DataRuleError(
-                "step returns BaseEnvTimestep(obs, reward, done, info)", "timestep", timestep, f"step {self._steps}"
-            )
-        obs, reward, done, info = timestep
-        if type(done) is not bool:
-            check_done(done, f"step {self._steps}")
-        if not (type(reward) is np.ndarray and reward.ndim == 1):
-            check_reward(reward, f"step {self._steps}")
-        if done or type(info) is not dict:
-            check_info(info, done, f"step {self._steps}")
-        self._check_obs(obs, f"step {self._steps}")
-        truncated = done and bool(info.get("TimeLimit.truncated", False))
-        return obs, float(reward[0]) if reward.shape == (1,) else reward, done and not truncated, truncated, info
+        try:
+            obs, reward, done, info = timestep
+        except (TypeError, ValueError):
+            obs = reward = done = info = None
+        # the cheap checks first, each a type or attribute test; the named checks only on a miss
+        if type(done) is not bool or type(reward) is not np.ndarray or reward.shape != (1,) or done or type(info) is not dict:
+            self._check_step(timestep)
+        layout = self._obs_layout
+        if self._full_checks or layout is None or not (
+            type(obs) is np.ndarray and obs.dtype is layout[0] and obs.shape == layout[1]
+        ):
+            self._check_obs(obs, f"step {self._steps}")
+        if done and info.get("TimeLimit.truncated", False):
+            return obs, float(reward[0]), False, True, info
+        return obs, float(reward[0]), done, False, info
+
+    def _check_step(self, timestep: Any) -> None:
+        where = f"step {self._steps}"
+        if not (isinstance(timestep, tuple) and len(timestep) == 4):
+            raise DataRuleError("step returns BaseEnvTimestep(obs, reward, done, info)", "timestep", timestep, where)
+        _, reward, done, info = timestep
+        check_done(done, where)
+        check_reward(reward, where)
+        if reward.shape != (1,):
+            raise DataRuleError("reward has shape (1,): one agent", "reward", reward, where)
+        check_info(info, done, where)
 
     def _check_obs(self, obs: Any, where: str) -> None:
         layout = self._obs_layout
-        if self._full_checks or layout is None:
-            check_obs(obs, self.observation_space, where)
-        elif not (type(obs) is np.ndarray and obs.dtype == layout[0] and obs.shape == layout[1]):
-            check_obs(obs, self.observation_space, where)  # names the rule broken
+        check_obs(obs, self.observation_space, where)  # names the rule broken, if any
+        if layout is not None and not (type(obs) is np.ndarray and obs.shape == layout[1]):
             raise DataRuleError(SPACE_RULE, "obs", obs, where, f"{self.observation_space} holds shape {layout[1]}")
 
     def close(self) -> None:
@@ -230,7 +240,7 @@ def as_gymnasium_space(space: Any, name: str = "space") -> gym.Space:
 def _array_layout(space: gym.Space) -> tuple[np.dtype, tuple[int, ...]] | None:
     """(dtype, shape) of a space whose values are one contract array, else ``None``."""
     if isinstance(space, gym.spaces.Box) and np.dtype(space.dtype) in CONTRACT_DTYPES:
-        return np.dtype(space.dtype), space.shape
+        return np.dtype(space.dtype), space.shape  # numpy's builtin dtypes are singletons: `is` compares them
     return None
 
 

@@ -140,6 +140,11 @@ class DingEnvWrapper(BaseEnv):
         low, high = getattr(env, "reward_range", (-np.inf, np.inf))
         self.reward_space = gym.spaces.Box(low=float(low), high=float(high), shape=(1,), dtype=np.float32)
         self._discrete_action = isinstance(env.action_space, gym.spaces.Discrete)
+        # the common case, decided once: one Box observation, converted by a single astype
+        raw = env.observation_space
+        self._obs_dtype = _contract_dtype(raw.dtype) if isinstance(raw, gym.spaces.Box) else None
+        self._rew_clip = bool(self._cfg.get("rew_clip", False))
+        self._act_scale = bool(self._cfg.get("act_scale", False))
 
     def _wrapper_chain(self) -> list[Callable[[gym.Env], gym.Env]]:
         chain = self._cfg.get("env_wrapper", "default")
@@ -204,10 +209,13 @@ class DingEnvWrapper(BaseEnv):
         """
         if not self._init_flag:
             raise RuntimeError("DingEnvWrapper.step() before the first reset(): call reset() first")
-        action = self._gym_action(action, self._env.action_space, "action")
+        if self._discrete_action and type(action) is np.ndarray and action.size == 1 and action.dtype.kind in "iu":
+            action = action.item()  # the contract's int64 (1,) array: the int gymnasium wants
+        else:
+            action = self._gym_action(action, self._env.action_space, "action")
         obs, reward, terminated, truncated, info = self._env.step(action)
         reward = float(reward)
-        if self._cfg.get("rew_clip", False):
+        if self._rew_clip:
             reward = max(-10.0, reward)
         self._eval_episode_return += reward
         done = bool(terminated or truncated)
@@ -219,7 +227,10 @@ class DingEnvWrapper(BaseEnv):
             if truncated and not terminated:
                 info["TimeLimit.truncated"] = True
             self._write_video()
-        obs = contract_observation(obs, self._raw_observation_space)
+        if self._obs_dtype is not None and type(obs) is np.ndarray:
+            obs = obs.astype(self._obs_dtype)  # a copy: no memory shared with the env's next step
+        else:
+            obs = contract_observation(obs, self._raw_observation_space)
         return BaseEnvTimestep(obs, np.array([reward], np.float32), done, info)
 
     def close(self) -> None:
@@ -295,7 +306,7 @@ class DingEnvWrapper(BaseEnv):
             raise TypeError(f"{key} must be an ndarray, an int or a dict of them, got {type(action).__name__}: {action!r}")
         if isinstance(space, gym.spaces.Discrete) and action.size == 1 and np.issubdtype(action.dtype, np.integer):
             return int(action.reshape(()))
-        if isinstance(space, gym.spaces.Box) and self._cfg.get("act_scale", False):
+        if isinstance(space, gym.spaces.Box) and self._act_scale:
             return space.low + (np.clip(action, -1.0, 1.0) + 1.0) * 0.5 * (space.high - space.low)
         return action
 
