@@ -46,6 +46,7 @@ from cadence.envs.common import EnvBase
 from cadence.envs.libs.gym import GymWrapper
 from cadence.interop.ding.base_env import SEED_MAX, BaseEnv
 from cadence.interop.ding.data import BaseEnvTimestep
+from cadence.interop.ding.ding_env_wrapper import DingEnvWrapper
 from cadence.interop.ding.rules import (
     CONTRACT_DTYPES,
     DataRuleError,
@@ -133,6 +134,10 @@ class _GymnasiumView(gym.Env):
         self.observation_space = as_gymnasium_space(env.observation_space, f"{type(env).__name__}.observation_space")
         self.action_space = as_gymnasium_space(env.action_space, f"{type(env).__name__}.action_space")
         self._discrete = isinstance(self.action_space, gym.spaces.Discrete)
+        # a DingEnvWrapper (not a subclass with its own step) is stepped before its contract
+        # conversion: the same episode, without arrays built only to be read back here
+        if type(env).step is DingEnvWrapper.step and not full_checks:
+            self.step = env._step_gymnasium  # type: ignore[method-assign]
         self._obs_layout = _array_layout(self.observation_space)
         self._steps = 0
 

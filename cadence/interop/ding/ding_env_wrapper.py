@@ -10,7 +10,8 @@ the first ``reset``), and it speaks the contract:
   (``terminated or truncated``; a truncation alone also sets
   ``info["TimeLimit.truncated"]``, as old gym's ``TimeLimit`` did);
 * ``info["eval_episode_return"]`` at done: the episode's summed reward, a Python float;
-* actions: an int64 array of shape ``(1,)`` becomes the int a ``Discrete`` space wants,
+* actions: an int64 array of shape ``(1,)`` becomes the numpy integer a ``Discrete``
+  space samples,
   dicts are converted key by key, and with ``cfg["act_scale"]`` a ``Box`` action in
   ``[-1, 1]`` is mapped onto the space's bounds;
 * seeds as :class:`~cadence.interop.ding.base_env.BaseEnv` gives them (static or dynamic,
@@ -207,31 +208,42 @@ class DingEnvWrapper(BaseEnv):
             >>> env.step(np.array([0])).reward
             array([1.], dtype=float32)
         """
+        obs, reward, terminated, truncated, info = self._step_gymnasium(action)
+        if self._obs_dtype is not None and type(obs) is np.ndarray:
+            obs = obs.astype(self._obs_dtype)  # a copy: no memory shared with the env's next step
+        else:
+            obs = contract_observation(obs, self._raw_observation_space)
+        return BaseEnvTimestep(obs, np.array([reward], np.float32), terminated or truncated, info)
+
+    def _step_gymnasium(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """``step`` before the contract's conversion: gymnasium's five values, the episode's
+        bookkeeping done (return, reward clip, video, the done ``info``). ``DingEnvAdapter``
+        calls it to skip building arrays that it would only read back."""
         if not self._init_flag:
             raise RuntimeError("DingEnvWrapper.step() before the first reset(): call reset() first")
-        if self._discrete_action and type(action) is np.ndarray and action.size == 1 and action.dtype.kind in "iu":
-            action = action.item()  # the contract's int64 (1,) array: the int gymnasium wants
+        kind = type(action)
+        if self._discrete_action and kind is np.ndarray and action.size == 1 and action.dtype.kind in "iu":
+            # the contract's int64 (1,) array as the numpy integer gymnasium's Discrete samples
+            action = action[0] if action.ndim == 1 else action.reshape(-1)[0]
+        elif self._discrete_action and (kind is np.int64 or kind is int):
+            pass
         else:
-            action = self._gym_action(action, self._env.action_space, "action")
+            action = self._gym_action(action, self.action_space, "action")
         obs, reward, terminated, truncated, info = self._env.step(action)
         reward = float(reward)
         if self._rew_clip:
             reward = max(-10.0, reward)
         self._eval_episode_return += reward
-        done = bool(terminated or truncated)
-        info = dict(info)
+        terminated, truncated = bool(terminated), bool(truncated)
         if self._frames is not None:
             self._frames.append(self._render())
-        if done:
+        if terminated or truncated:
+            info = dict(info)
             info["eval_episode_return"] = self._eval_episode_return
             if truncated and not terminated:
                 info["TimeLimit.truncated"] = True
             self._write_video()
-        if self._obs_dtype is not None and type(obs) is np.ndarray:
-            obs = obs.astype(self._obs_dtype)  # a copy: no memory shared with the env's next step
-        else:
-            obs = contract_observation(obs, self._raw_observation_space)
-        return BaseEnvTimestep(obs, np.array([reward], np.float32), done, info)
+        return obs, reward, terminated, truncated, info
 
     def close(self) -> None:
         """Closes the gymnasium env (a later ``reset`` makes it again if it came from ``env_id``).

@@ -284,3 +284,20 @@ def test_old_gym_spaces_of_di_engine_envs_are_converted(monkeypatch):
 
     env = DingEnvAdapter(OldSpaces({}))
     assert env.rollout(5)["observation"].shape == (5, 4)
+
+
+def test_a_ding_env_wrapper_is_stepped_without_the_round_trip_and_gives_the_same_episodes():
+    class OwnStep(DingEnvWrapper):  # a subclass with its own step takes the general path
+        def step(self, action: Any) -> BaseEnvTimestep:
+            return super().step(action)
+
+    def run(make: Any) -> Any:
+        env = DingEnvAdapter(make(cfg={"env_id": "Pendulum-v1", "rew_clip": True, "act_scale": True}))
+        env.set_seed(3)
+        return env.rollout(450, break_when_any_done=False)
+
+    shortcut, general = run(DingEnvWrapper), run(OwnStep)
+    assert DingEnvAdapter(DingEnvWrapper(cfg={"env_id": "CartPole-v1"}))._env.step.__name__ == "_step_gymnasium"
+    for key in ("observation", ("next", "observation"), ("next", "reward"), ("next", "truncated"), ("next", "done")):
+        assert torch.equal(shortcut[key], general[key]), key
+    assert shortcut["next", "truncated"].sum() == 2  # two 200-step episodes ended by the time limit
