@@ -94,7 +94,15 @@ def check_env_name(name: str) -> None:
     if name not in ids:
         close = difflib.get_close_matches(name, ids, n=3)
         hint = f"did you mean {', '.join(close)}? " if close else ""
-        raise ConfigError(f"unknown env {name!r}; {hint}valid gymnasium ids: {', '.join(ids)}")
+        # gymnasium's own envs by name; the hundreds that other packages register (ale-py's
+        # games...) by count, so that the message stays one readable line
+        import gymnasium
+
+        registry = gymnasium.envs.registry
+        own = [i for i in ids if "/" not in i and str(registry[i].entry_point).startswith("gymnasium.envs.")]
+        more = len(ids) - len(own)
+        rest = f" and {more} more from other packages (gymnasium.pprint_registry() lists them)" if more else ""
+        raise ConfigError(f"unknown env {name!r}; {hint}valid gymnasium ids: {', '.join(own)}{rest}")
 
 
 def episode_step_limit(config: TrainConfig) -> int:

@@ -77,3 +77,15 @@ def test_dm_control_tasks() -> None:
     assert episode_step_limit(TrainConfig(env="cheetah/run")) == 1000
     with pytest.raises(ConfigError, match=r"^unknown dm_control task 'cheetah/walk'; valid tasks: acrobot/swingup"):
         check_env_name("cheetah/walk")
+
+
+def test_unknown_envs_stay_one_readable_line_with_atari_registered() -> None:
+    ale_py = pytest.importorskip("ale_py", reason="ale-py registers hundreds of ids (the atari extra)")
+    import gymnasium
+
+    gymnasium.register_envs(ale_py)
+    with pytest.raises(ConfigError) as caught:
+        check_env_name("Pendulum-v9")
+    message = str(caught.value)
+    assert "valid gymnasium ids: Acrobot-v1, " in message and "Pendulum-v1" in message
+    assert "ALE/Pong-v5" not in message and "more from other packages" in message and len(message) < 3000
