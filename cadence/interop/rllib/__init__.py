@@ -1,0 +1,23 @@
+"""RLlib's sample collection (the seed ``rllib-sample-collection.txt``), in Cadence.
+
+So far: the data pieces a policy written for RLlib touches: :class:`SampleBatch` (RLlib's
+columns, sharing memory with a TensorDict both ways), :class:`MultiAgentBatch`,
+:class:`ViewRequirement` (trajectory views: shifts, ranges, padding) and
+:func:`chop_into_sequences` (recurrent sequences, RLlib's semantics).
+
+Examples:
+    >>> import numpy as np
+    >>> from cadence.interop.rllib import SampleBatch, ViewRequirement
+    >>> batch = SampleBatch({SampleBatch.OBS: np.zeros((3, 2), np.float32), SampleBatch.REWARDS: np.ones(3)})
+    >>> batch.count, batch.to_tensordict().batch_size
+    (3, torch.Size([3]))
+    >>> ViewRequirement(SampleBatch.REWARDS, shift=-1).shift_arr.tolist()
+    [-1]
+"""
+
+from cadence.interop.rllib.multi_agent_batch import MultiAgentBatch
+from cadence.interop.rllib.rnn_sequencing import chop_into_sequences
+from cadence.interop.rllib.sample_batch import SampleBatch, concat_samples
+from cadence.interop.rllib.view_requirement import ViewRequirement
+
+__all__ = ["MultiAgentBatch", "SampleBatch", "ViewRequirement", "chop_into_sequences", "concat_samples"]
