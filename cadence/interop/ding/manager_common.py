@@ -311,7 +311,6 @@ def _demo_env_fns(n: int, length: int = 3) -> list[Callable[[], _DemoEnv]]:
     return [functools.partial(_DemoEnv, length) for _ in range(n)]
 
 
-
 def check_env_id(where: str, env_id: Any, env_num: int) -> int:
     """``env_id`` as an int if it names one of ``env_num`` envs, else a ``ValueError`` saying where."""
     if isinstance(env_id, bool) or not isinstance(env_id, numbers.Integral) or not 0 <= env_id < env_num:

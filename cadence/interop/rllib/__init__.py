@@ -1,9 +1,11 @@
 """RLlib's sample collection (the seed ``rllib-sample-collection.txt``), in Cadence.
 
-So far: the data pieces a policy written for RLlib touches: :class:`SampleBatch` (RLlib's
+So far: the pieces a policy written for RLlib touches: :class:`SampleBatch` (RLlib's
 columns, sharing memory with a TensorDict both ways), :class:`MultiAgentBatch`,
-:class:`ViewRequirement` (trajectory views: shifts, ranges, padding) and
-:func:`chop_into_sequences` (recurrent sequences, RLlib's semantics).
+:class:`ViewRequirement` (trajectory views: shifts, ranges, padding),
+:func:`chop_into_sequences` (recurrent sequences, RLlib's semantics), :class:`Policy` (RLlib's
+default views, and their pruning by a dummy batch through inference, postprocessing and
+the loss) and :class:`ModelV2` (a torch module with its own ``view_requirements``).
 
 Examples:
     >>> import numpy as np
@@ -15,9 +17,21 @@ Examples:
     [-1]
 """
 
+from cadence.interop.rllib.models import FullyConnectedNetwork, ModelV2
 from cadence.interop.rllib.multi_agent_batch import MultiAgentBatch
+from cadence.interop.rllib.policy import Policy, RandomPolicy
 from cadence.interop.rllib.rnn_sequencing import chop_into_sequences
 from cadence.interop.rllib.sample_batch import SampleBatch, concat_samples
 from cadence.interop.rllib.view_requirement import ViewRequirement
 
-__all__ = ["MultiAgentBatch", "SampleBatch", "ViewRequirement", "chop_into_sequences", "concat_samples"]
+__all__ = [
+    "FullyConnectedNetwork",
+    "ModelV2",
+    "MultiAgentBatch",
+    "Policy",
+    "RandomPolicy",
+    "SampleBatch",
+    "ViewRequirement",
+    "chop_into_sequences",
+    "concat_samples",
+]
