@@ -5,7 +5,10 @@ columns, sharing memory with a TensorDict both ways), :class:`MultiAgentBatch`,
 :class:`ViewRequirement` (trajectory views: shifts, ranges, padding),
 :func:`chop_into_sequences` (recurrent sequences, RLlib's semantics), :class:`Policy` (RLlib's
 default views, and their pruning by a dummy batch through inference, postprocessing and
-the loss) and :class:`ModelV2` (a torch module with its own ``view_requirements``).
+the loss) and :class:`ModelV2` (a torch module with its own ``view_requirements``);
+sampling: :class:`RolloutWorker`, :class:`SyncSampler` / :class:`AsyncSampler`, :class:`SampleCollector` /
+:class:`SimpleListCollector` (one list per collected column, observations stored once)
+and :class:`DefaultCallbacks` (single-agent, gymnasium envs).
 
 Examples:
     >>> import numpy as np
@@ -17,14 +20,26 @@ Examples:
     [-1]
 """
 
+from cadence.interop.rllib.callbacks import DefaultCallbacks, override
+from cadence.interop.rllib.collectors import Episode, SampleCollector, SimpleListCollector
 from cadence.interop.rllib.models import FullyConnectedNetwork, ModelV2
 from cadence.interop.rllib.multi_agent_batch import MultiAgentBatch
 from cadence.interop.rllib.policy import Policy, RandomPolicy
 from cadence.interop.rllib.rnn_sequencing import chop_into_sequences
 from cadence.interop.rllib.sample_batch import SampleBatch, concat_samples
+from cadence.interop.rllib.rollout_worker import RolloutWorker
+from cadence.interop.rllib.sampler import AsyncSampler, SyncSampler
 from cadence.interop.rllib.view_requirement import ViewRequirement
 
 __all__ = [
+    "AsyncSampler",
+    "DefaultCallbacks",
+    "Episode",
+    "RolloutWorker",
+    "SampleCollector",
+    "SimpleListCollector",
+    "SyncSampler",
+    "override",
     "FullyConnectedNetwork",
     "ModelV2",
     "MultiAgentBatch",

@@ -1,0 +1,587 @@
+"""RLlib's sample collectors: :class:`SampleCollector` (the interface) and :class:`SimpleListCollector`.
+
+A sampler hands every step's data to a collector, asks it for the next inference input
+dict, and asks it for postprocessed batches at fragment and episode ends. What is stored
+and shown is decided by the policy's ``view_requirements``:
+
+* per (episode, agent), each step's values are appended to one list per *collected*
+  column: a column that no view reads (``view.data_col or key``) is not stored at all;
+* observations are stored once: one list of ``T + 1`` observations (the reset observation,
+  then each step's next observation) serves ``obs`` (shift 0) and ``new_obs`` (shift 1);
+* the inference input dict for the next step holds the views marked
+  ``used_for_compute_actions``, built from past and current data only (a view with a
+  positive shift, such as the seed's ``next_actions``, is never fed to inference);
+* a fragment's batch holds every view (:func:`episode_view` over the episode's columns),
+  reading the end of an earlier fragment of the same episode through ``before``, so that
+  ``prev_actions`` at a fragment's first step is the real previous action. Steps before
+  the episode start, and the future past a fragment's end (e.g. ``next_actions`` at its
+  last step), are zeros from the view's space. After postprocessing (and the
+  ``on_postprocess_trajectory`` callback), the columns whose view has
+  ``used_for_training=False`` are dropped.
+
+Single-agent only for now: the agent id is ``0``, ``agent_index`` 0, and the keys are
+already (episode, agent) so that multi-agent can be added. Not supported yet: views with
+``batch_repeat_value > 1`` (recurrent ``state_in`` with ``seq_lens``), views on ``infos``
+with a shift, nested (dict/tuple) observations.
+
+Examples:
+    >>> import gymnasium as gym, numpy as np
+    >>> from cadence.interop.rllib.policy import RandomPolicy
+    >>> policy = RandomPolicy(gym.spaces.Box(-1, 1, (2,), np.float32), gym.spaces.Discrete(2), {})
+    >>> collector = SimpleListCollector({"default_policy": policy}, rollout_fragment_length=2)
+    >>> episode = Episode(episode_id=7, env_id=0)
+    >>> collector.add_init_obs(episode, 0, 0, "default_policy", 0, np.zeros(2, np.float32))
+    >>> for step in range(2):
+    ...     collector.add_action_reward_next_obs(7, 0, 0, "default_policy", False, {
+    ...         "actions": np.int64(1), "rewards": 1.0, "terminateds": False, "truncateds": False,
+    ...         "infos": {}, "new_obs": np.full(2, step + 1.0, np.float32)})
+    ...     collector.episode_step(episode)
+    >>> [batch] = collector.try_build_truncated_episode_multi_agent_batch()
+    >>> batch["new_obs"][:, 0].tolist(), batch["obs"][:, 0].tolist(), batch["eps_id"].tolist()
+    ([1.0, 2.0], [0.0, 1.0], [7, 7])
+    >>> len(collector.buffers(7)["obs"])  # what stays: the lookback and the current obs
+    2
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import torch
+
+from cadence.interop.rllib.callbacks import DefaultCallbacks
+from cadence.interop.rllib.sample_batch import SampleBatch, concat_samples
+from cadence.interop.rllib.view_requirement import ViewRequirement, episode_view
+
+__all__ = ["Episode", "SampleCollector", "SimpleListCollector"]
+
+SB = SampleBatch
+# Written by the sampler, not by the env or the policy: computed from counters, not stored.
+_SAMPLER_COLUMNS = frozenset({SB.T, SB.EPS_ID, SB.ENV_ID, SB.AGENT_INDEX, SB.UNROLL_ID})
+# The seed: "the rewards and dones columns are never discarded".
+_ALWAYS_TRAINED = frozenset({SB.REWARDS, SB.TERMINATEDS, SB.TRUNCATEDS})
+_DTYPES = {SB.REWARDS: np.float32, SB.TERMINATEDS: np.bool_, SB.TRUNCATEDS: np.bool_}
+_REQUIRED = (
+    "add_init_obs", "add_action_reward_next_obs", "episode_step", "total_env_steps",
+    "get_inference_input_dict", "postprocess_episode", "try_build_truncated_episode_multi_agent_batch",
+)
+
+
+class Episode:
+    """One ongoing episode in one env, as callbacks see it (RLlib's ``Episode``, reduced).
+
+    Args:
+        episode_id: The episode's id (the ``eps_id`` column).
+        env_id: The index of its env in the sampler.
+
+    Attributes:
+        length: Env steps so far; ``total_reward``: their summed reward.
+        user_data, custom_metrics, hist_data: Free for callbacks.
+        last_observation: The last observation recorded.
+
+    Examples:
+        >>> episode = Episode(episode_id=3, env_id=1)
+        >>> episode.episode_id, episode.length, episode.user_data
+        (3, 0, {})
+    """
+
+    def __init__(self, episode_id: int, env_id: int) -> None:
+        self.episode_id = int(episode_id)
+        self.env_id = int(env_id)
+        self.length = 0
+        self.total_reward = 0.0
+        self.user_data: dict[str, Any] = {}
+        self.custom_metrics: dict[str, float] = {}
+        self.hist_data: dict[str, list[float]] = {}
+        self.last_observation: Any = None
+
+    def __repr__(self) -> str:
+        return f"Episode(episode_id={self.episode_id}, env_id={self.env_id}, length={self.length})"
+
+
+class SampleCollector:
+    """The interface between a sampler and the data it collects (RLlib's method names).
+
+    A subclass must define every method below (refused at class definition otherwise;
+    ``class Base(SampleCollector, abstract=True)`` declares a base class).
+
+    Args:
+        policy_map: Policy id -> policy (its ``view_requirements`` rule the collection).
+        clip_rewards: ``True``: store the rewards' sign; a float ``c``: clip to ``[-c, c]``;
+            ``None``/``False``: as they come.
+        callbacks: A :class:`DefaultCallbacks` (``on_postprocess_trajectory`` is called here).
+        multiple_episodes_in_batch: Whether a batch may hold several episodes.
+        rollout_fragment_length: Env steps (all envs together) after which
+            :meth:`try_build_truncated_episode_multi_agent_batch` builds.
+        count_steps_by: ``"env_steps"`` or ``"agent_steps"`` (equal in single-agent).
+        worker: The rollout worker, passed on to the callbacks.
+
+    Examples:
+        >>> class Nothing(SampleCollector):
+        ...     pass
+        Traceback (most recent call last):
+        ...
+        TypeError: Nothing must define add_init_obs(), add_action_reward_next_obs(), episode_step(), total_env_steps(), get_inference_input_dict(), postprocess_episode(), try_build_truncated_episode_multi_agent_batch() (SampleCollector's contract); declare `class Nothing(SampleCollector, abstract=True)` for a base class
+    """
+
+    def __init_subclass__(cls, abstract: bool = False, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if abstract:
+            return
+        missing = [name for name in _REQUIRED if getattr(cls, name) is getattr(SampleCollector, name)]
+        if missing:
+            names = ", ".join(f"{name}()" for name in missing)
+            raise TypeError(
+                f"{cls.__name__} must define {names} (SampleCollector's contract); "
+                f"declare `class {cls.__name__}(SampleCollector, abstract=True)` for a base class"
+            )
+
+    def __init__(
+        self, policy_map: Mapping[str, Any], clip_rewards: bool | float | None = None,
+        callbacks: DefaultCallbacks | None = None, multiple_episodes_in_batch: bool = True,
+        rollout_fragment_length: int = 200, count_steps_by: str = "env_steps", worker: Any = None,
+    ) -> None:
+        if count_steps_by not in ("env_steps", "agent_steps"):
+            raise ValueError(f"count_steps_by: expected 'env_steps' or 'agent_steps', got {count_steps_by!r}")
+        self.policy_map = policy_map
+        self.clip_rewards = clip_rewards
+        self.callbacks = callbacks if callbacks is not None else DefaultCallbacks()
+        self.multiple_episodes_in_batch = multiple_episodes_in_batch
+        self.rollout_fragment_length = int(rollout_fragment_length)
+        self.count_steps_by = count_steps_by
+        self.worker = worker
+
+    def add_init_obs(
+        self, episode: Episode, agent_id: Any, env_id: int, policy_id: str, t: int, init_obs: Any,
+    ) -> None:
+        """Starts (episode, agent) with its reset observation at timestep ``t``; queues it for inference.
+
+        Examples:
+            >>> SimpleListCollector.add_init_obs is not SampleCollector.add_init_obs  # SimpleListCollector's
+            True
+        """
+        raise TypeError(f"{type(self).__name__}.add_init_obs() is not defined")  # unreachable: __init_subclass__
+
+    def add_action_reward_next_obs(
+        self, episode_id: int, agent_id: Any, env_id: int, policy_id: str, agent_done: bool,
+        values: Mapping[str, Any],
+    ) -> None:
+        """Records one step (``actions``, ``rewards``, dones, ``infos``, ``new_obs``, policy outputs).
+
+        Examples:
+            >>> SimpleListCollector.add_action_reward_next_obs is not SampleCollector.add_action_reward_next_obs  # SimpleListCollector's
+            True
+        """
+        raise TypeError(f"{type(self).__name__}.add_action_reward_next_obs() is not defined")  # unreachable: __init_subclass__
+
+    def episode_step(self, episode: Episode) -> None:
+        """Counts one env step of ``episode``.
+
+        Examples:
+            >>> SimpleListCollector.episode_step is not SampleCollector.episode_step  # SimpleListCollector's
+            True
+        """
+        raise TypeError(f"{type(self).__name__}.episode_step() is not defined")  # unreachable: __init_subclass__
+
+    def total_env_steps(self) -> int:
+        """Env steps collected since the last build.
+
+        Examples:
+            >>> SimpleListCollector.total_env_steps is not SampleCollector.total_env_steps  # SimpleListCollector's
+            True
+        """
+        raise TypeError(f"{type(self).__name__}.total_env_steps() is not defined")  # unreachable: __init_subclass__
+
+    def get_inference_input_dict(self, policy_id: str) -> SampleBatch:
+        """The input dict for the agents queued for ``policy_id`` (see ``forward_pass_agent_keys``).
+
+        Examples:
+            >>> SimpleListCollector.get_inference_input_dict is not SampleCollector.get_inference_input_dict  # SimpleListCollector's
+            True
+        """
+        raise TypeError(f"{type(self).__name__}.get_inference_input_dict() is not defined")  # unreachable: __init_subclass__
+
+    def postprocess_episode(
+        self, episode: Episode, is_done: bool = False, check_dones: bool = False, build: bool = False,
+    ) -> SampleBatch | None:
+        """Builds and postprocesses the episode's data so far; returns the batches if ``build``.
+
+        Examples:
+            >>> SimpleListCollector.postprocess_episode is not SampleCollector.postprocess_episode  # SimpleListCollector's
+            True
+        """
+        raise TypeError(f"{type(self).__name__}.postprocess_episode() is not defined")  # unreachable: __init_subclass__
+
+    def try_build_truncated_episode_multi_agent_batch(self) -> list[SampleBatch]:
+        """Once ``rollout_fragment_length`` steps are collected: all fragments, built.
+
+        Examples:
+            >>> SimpleListCollector.try_build_truncated_episode_multi_agent_batch is not SampleCollector.try_build_truncated_episode_multi_agent_batch  # SimpleListCollector's
+            True
+        """
+        raise TypeError(f"{type(self).__name__}.try_build_truncated_episode_multi_agent_batch() is not defined")  # unreachable: __init_subclass__
+
+
+def _zeros(view: ViewRequirement, like: Any) -> np.ndarray:
+    """One step's value outside the episode: zeros from the view's space (or like the data)."""
+    space = view.space
+    if view.space_given and space.shape is not None:
+        return np.zeros(space.shape, dtype=space.dtype)
+    if like is not None:
+        return np.zeros_like(np.asarray(like))
+    return np.zeros(space.shape or (), dtype=space.dtype)
+
+
+class _AgentCollector:
+    """The lists of one (episode, agent). ``obs`` has one more entry than the step columns."""
+
+    def __init__(self, episode: Episode, agent_id: Any, env_id: int, policy_id: str, t: int,
+                 unroll_id: int, columns: set[str], init_obs: Any) -> None:
+        self.episode, self.agent_id, self.env_id, self.policy_id = episode, agent_id, env_id, policy_id
+        self.unroll_id = unroll_id
+        self.columns = columns
+        self.buffers: dict[str, list[Any]] = {}
+        if SB.OBS in columns:
+            self.buffers[SB.OBS] = [init_obs]
+        self.steps = 0  # steps in the lists (after trimming)
+        self.start = 0  # the first step not yet in a built fragment
+        self.t0 = int(t)  # the episode timestep of list position 0
+
+    def add(self, values: Mapping[str, Any]) -> None:
+        for key, value in values.items():
+            if key == SB.NEXT_OBS:
+                key = SB.OBS  # the one observation store: obs[t + 1] is new_obs[t]
+            if key in self.columns:
+                self.buffers.setdefault(key, []).append(value)
+        self.steps += 1
+
+    def sampler_column(self, key: str, length: int) -> np.ndarray:
+        if key == SB.T:
+            return self.t0 + np.arange(length, dtype=np.int64)
+        value = {SB.EPS_ID: self.episode.episode_id, SB.ENV_ID: self.env_id,
+                 SB.AGENT_INDEX: 0, SB.UNROLL_ID: self.unroll_id}[key]
+        return np.full(length, value, dtype=np.int64)
+
+    def _source(self, view_col: str, view: ViewRequirement) -> tuple[str, list[Any] | None]:
+        data_col = view.data_col or view_col
+        if data_col in _SAMPLER_COLUMNS:
+            return data_col, None
+        if data_col not in self.buffers:
+            if self.steps == 0 and data_col != SB.OBS and data_col in self.columns:
+                return data_col, []  # a step column before the first step
+            raise KeyError(
+                f"view {view_col!r} reads column {data_col!r}, which was not collected for "
+                f"episode {self.episode.episode_id}; collected: {sorted(self.buffers)} (a view added "
+                "after the episode started, or a column the env/policy does not produce)"
+            )
+        return data_col, self.buffers[data_col]
+
+    def inference_value(self, view_col: str, view: ViewRequirement) -> Any:
+        """The view at the current step (the one about to act): past data only."""
+        t = self.steps
+        data_col, buffer = self._source(view_col, view)
+        if buffer is None:
+            return episode_view(view, self.sampler_column(data_col, t + 1), timesteps=[t], view_col=view_col)[0]
+        shifts = view.shift_arr
+        # Only the few entries the window reads are converted (no O(T) copy per step).
+        lo, hi = max(0, t + int(shifts.min())), min(len(buffer), t + int(shifts.max()) + 1)
+        if hi <= lo:
+            fill = _zeros(view, buffer[0] if buffer else None)
+            return np.stack([fill] * len(shifts)) if view.multiple_shifts else fill
+        window = np.asarray(buffer[lo:hi], dtype=_DTYPES.get(data_col))
+        return episode_view(view, window, timesteps=[t - lo], view_col=view_col)[0]
+
+    def build(self, views: Mapping[str, ViewRequirement]) -> SampleBatch:
+        """The fragment ``[start, steps)`` with every view; ``before`` is the earlier data kept."""
+        start, n = self.start, self.steps - self.start
+        arrays: dict[str, np.ndarray] = {}
+        columns: dict[str, Any] = {}
+        for view_col, view in views.items():
+            if view.batch_repeat_value != 1:
+                raise NotImplementedError(
+                    f"view {view_col!r}: batch_repeat_value={view.batch_repeat_value} (recurrent state "
+                    "with seq_lens) is not supported by SimpleListCollector yet; expected 1"
+                )
+            data_col, buffer = self._source(view_col, view)
+            if data_col == SB.INFOS:
+                if view.multiple_shifts or view.shift != 0:
+                    raise NotImplementedError(f"view {view_col!r}: a shifted view on 'infos' is not supported")
+                columns[view_col] = list(buffer[start:start + n])
+                continue
+            if data_col not in arrays:
+                arrays[data_col] = (self.sampler_column(data_col, self.steps) if buffer is None
+                                    else np.asarray(buffer, dtype=_DTYPES.get(data_col)))
+            data = arrays[data_col]
+            columns[view_col] = episode_view(
+                view, data[start:], num_steps=n, before=data[:start] if start else None, view_col=view_col
+            )
+        return SampleBatch(columns)
+
+    def advance(self, keep: int) -> None:
+        """Marks everything built and drops what no view can look back to any more."""
+        self.start = self.steps
+        drop = max(0, self.start - keep)
+        if drop:
+            for buffer in self.buffers.values():
+                del buffer[:drop]
+            self.start -= drop
+            self.steps -= drop
+            self.t0 += drop
+
+
+class SimpleListCollector(SampleCollector):
+    """RLlib's default collector: per (episode, agent), one Python list per collected column.
+
+    See the module docstring for what is stored, what inference sees and what a batch
+    holds; the arguments are :class:`SampleCollector`'s.
+
+    Attributes:
+        forward_pass_agent_keys: Policy id -> the ``(episode_id, agent_id, env_id)`` of the
+            rows of the last :meth:`get_inference_input_dict`, in order.
+
+    Examples:
+        >>> import gymnasium as gym, numpy as np
+        >>> from cadence.interop.rllib.policy import RandomPolicy
+        >>> policy = RandomPolicy(gym.spaces.Discrete(3), gym.spaces.Discrete(2), {})
+        >>> collector = SimpleListCollector({"default_policy": policy})
+        >>> collector.add_init_obs(Episode(1, 0), 0, 0, "default_policy", 0, np.int64(2))
+        >>> sorted(collector.get_inference_input_dict("default_policy"))
+        ['agent_index', 'eps_id', 'obs', 'prev_actions', 'prev_rewards', 'rewards', 'seq_lens', 't', 'terminateds', 'truncateds', 'unroll_id']
+    """
+
+    def __init__(
+        self, policy_map: Mapping[str, Any], clip_rewards: bool | float | None = None,
+        callbacks: DefaultCallbacks | None = None, multiple_episodes_in_batch: bool = True,
+        rollout_fragment_length: int = 200, count_steps_by: str = "env_steps", worker: Any = None,
+    ) -> None:
+        super().__init__(policy_map, clip_rewards, callbacks, multiple_episodes_in_batch,
+                         rollout_fragment_length, count_steps_by, worker)
+        self._agents: dict[tuple[int, Any], _AgentCollector] = {}
+        self._episodes: dict[int, Episode] = {}
+        self._queued: dict[str, list[tuple[int, Any]]] = {}
+        self.forward_pass_agent_keys: dict[str, list[tuple[int, Any, int]]] = {}
+        self._pending: list[SampleBatch] = []
+        self._env_steps = 0
+        self._next_unroll_id = 0
+
+    def _views(self, policy_id: str) -> Mapping[str, ViewRequirement]:
+        if policy_id not in self.policy_map:
+            raise KeyError(f"policy id {policy_id!r} is not in the policy map {sorted(self.policy_map)}")
+        return self.policy_map[policy_id].view_requirements
+
+    def _unroll_id(self) -> int:
+        self._next_unroll_id += 1
+        return self._next_unroll_id - 1
+
+    def buffers(self, episode_id: int, agent_id: Any = 0) -> dict[str, list[Any]]:
+        """The lists held for (episode, agent): one per collected column, ``obs`` once.
+
+        Examples:
+            >>> import gymnasium as gym, numpy as np
+            >>> from cadence.interop.rllib.policy import RandomPolicy
+            >>> collector = SimpleListCollector({"p": RandomPolicy(gym.spaces.Discrete(3), gym.spaces.Discrete(2), {})})
+            >>> collector.add_init_obs(Episode(5, 0), 0, 0, "p", 0, np.int64(0))
+            >>> {key: len(value) for key, value in collector.buffers(5).items()}
+            {'obs': 1}
+        """
+        return self._agents[(episode_id, agent_id)].buffers
+
+    def add_init_obs(
+        self, episode: Episode, agent_id: Any, env_id: int, policy_id: str, t: int, init_obs: Any,
+    ) -> None:
+        """See :meth:`SampleCollector.add_init_obs`.
+
+        Examples:
+            >>> import gymnasium as gym, numpy as np
+            >>> from cadence.interop.rllib.policy import RandomPolicy
+            >>> collector = SimpleListCollector({"p": RandomPolicy(gym.spaces.Discrete(3), gym.spaces.Discrete(2), {})})
+            >>> collector.add_init_obs(Episode(5, 0), 0, 0, "p", 0, np.int64(0))
+            >>> collector.get_inference_input_dict("p")["obs"].tolist()
+            [0]
+        """
+        views = self._views(policy_id)
+        # Only what some view reads is stored (pruned columns are not collected at all).
+        columns = {view.data_col or key for key, view in views.items()}
+        self._episodes[episode.episode_id] = episode
+        episode.last_observation = init_obs
+        self._agents[(episode.episode_id, agent_id)] = _AgentCollector(
+            episode, agent_id, env_id, policy_id, t, self._unroll_id(), columns, init_obs
+        )
+        self._queued.setdefault(policy_id, []).append((episode.episode_id, agent_id))
+
+    def add_action_reward_next_obs(
+        self, episode_id: int, agent_id: Any, env_id: int, policy_id: str, agent_done: bool,
+        values: Mapping[str, Any],
+    ) -> None:
+        """See :meth:`SampleCollector.add_action_reward_next_obs`; queues the agent unless done.
+
+        Examples:
+            >>> import gymnasium as gym, numpy as np
+            >>> from cadence.interop.rllib.policy import RandomPolicy
+            >>> collector = SimpleListCollector({"p": RandomPolicy(gym.spaces.Discrete(3), gym.spaces.Discrete(2), {})})
+            >>> collector.add_init_obs(Episode(5, 0), 0, 0, "p", 0, np.int64(0))
+            >>> collector.add_action_reward_next_obs(5, 0, 0, "p", False, {
+            ...     "new_obs": np.int64(2), "actions": np.int64(1), "rewards": 3.0, "terminateds": False, "truncateds": False})
+            >>> len(collector.buffers(5)["obs"]), collector.get_inference_input_dict("p")["prev_rewards"].tolist()
+            (2, [3.0])
+        """
+        key = (episode_id, agent_id)
+        if key not in self._agents:
+            raise KeyError(f"(episode {episode_id}, agent {agent_id!r}) has no init obs; call add_init_obs() first")
+        if SB.NEXT_OBS not in values:
+            raise KeyError(f"values must hold {SB.NEXT_OBS!r} (the observation after the step); got {sorted(values)}")
+        values = dict(values)
+        if SB.REWARDS in values and self.clip_rewards:
+            reward = float(values[SB.REWARDS])
+            values[SB.REWARDS] = (np.sign(reward) if self.clip_rewards is True
+                                  else float(np.clip(reward, -self.clip_rewards, self.clip_rewards)))
+        agent = self._agents[key]
+        agent.add(values)
+        agent.episode.last_observation = values[SB.NEXT_OBS]
+        queue = self._queued.setdefault(policy_id, [])
+        if not agent_done and key not in queue:  # queued once, even if no inference ran in between
+            queue.append(key)
+
+    def episode_step(self, episode: Episode) -> None:
+        """See :meth:`SampleCollector.episode_step`.
+
+        Examples:
+            >>> episode = Episode(1, 0)
+            >>> collector = SimpleListCollector({})
+            >>> collector.episode_step(episode); episode.length, collector.total_env_steps()
+            (1, 1)
+        """
+        episode.length += 1
+        self._env_steps += 1
+
+    def total_env_steps(self) -> int:
+        """See :meth:`SampleCollector.total_env_steps`.
+
+        Examples:
+            >>> SimpleListCollector({}).total_env_steps()
+            0
+        """
+        return self._env_steps
+
+    def get_inference_input_dict(self, policy_id: str) -> SampleBatch:
+        """See :meth:`SampleCollector.get_inference_input_dict`; empties the queue.
+
+        Views with a positive shift (the future) and views not marked
+        ``used_for_compute_actions`` are left out.
+
+        Examples:
+            >>> import gymnasium as gym, numpy as np
+            >>> from cadence.interop.rllib.policy import RandomPolicy
+            >>> collector = SimpleListCollector({"p": RandomPolicy(gym.spaces.Discrete(3), gym.spaces.Discrete(2), {})})
+            >>> collector.get_inference_input_dict("p").count
+            0
+        """
+        views = self._views(policy_id)
+        keys = self._queued.pop(policy_id, [])
+        agents = [self._agents[key] for key in keys]
+        self.forward_pass_agent_keys[policy_id] = [(a.episode.episode_id, a.agent_id, a.env_id) for a in agents]
+        columns: dict[str, Any] = {}
+        if agents:
+            for view_col, view in views.items():
+                if not view.used_for_compute_actions or int(view.shift_arr.max()) > 0:
+                    continue
+                columns[view_col] = np.stack([agent.inference_value(view_col, view) for agent in agents])
+        return SampleBatch(columns, seq_lens=np.ones(len(agents), np.int32) if agents else None)
+
+    def _keep(self, views: Mapping[str, ViewRequirement]) -> int:
+        # The deepest look back of any view: a later fragment (or inference) may read that far.
+        return max([0] + [-int(view.shift_arr.min()) for view in views.values()])
+
+    def postprocess_episode(
+        self, episode: Episode, is_done: bool = False, check_dones: bool = False, build: bool = False,
+    ) -> SampleBatch | None:
+        """See :meth:`SampleCollector.postprocess_episode`.
+
+        Builds each agent's fragment, runs ``postprocess_trajectory`` (one episode only), the
+        ``on_postprocess_trajectory`` callback, then drops the non-training columns. A cut
+        (not done) episode gets a new ``unroll_id`` for its next fragment.
+
+        Raises:
+            ValueError: ``check_dones`` and the episode's last step is neither terminated nor
+                truncated; ``postprocess_trajectory`` changed the number of rows.
+            TypeError: ``postprocess_trajectory`` did not return a SampleBatch.
+
+        Examples:
+            >>> SimpleListCollector({}).postprocess_episode(Episode(1, 0), build=True) is None
+            True
+        """
+        agent_keys = [key for key in self._agents if key[0] == episode.episode_id]
+        for key in agent_keys:
+            agent = self._agents[key]
+            policy = self.policy_map[agent.policy_id]
+            views = policy.view_requirements
+            if agent.steps > agent.start:
+                batch = agent.build(views)
+                if check_dones and is_done:
+                    last = [bool(batch[col][-1]) for col in (SB.TERMINATEDS, SB.TRUNCATEDS) if col in batch]
+                    if last and not any(last):
+                        raise ValueError(
+                            f"episode {episode.episode_id} (agent {agent.agent_id!r}) ended but its last step "
+                            "has terminateds=False and truncateds=False"
+                        )
+                rows = batch.count
+                post = policy.postprocess_trajectory(batch, {}, episode)
+                if not isinstance(post, SampleBatch):
+                    raise TypeError(f"postprocess_trajectory must return a SampleBatch, got {type(post).__name__}")
+                self.callbacks.on_postprocess_trajectory(
+                    worker=self.worker, episode=episode, agent_id=agent.agent_id, policy_id=agent.policy_id,
+                    policies=self.policy_map, postprocessed_batch=post,
+                    original_batches={agent.agent_id: (agent.policy_id, policy, batch)},
+                )
+                if post.count != rows:
+                    raise ValueError(
+                        f"postprocess_trajectory (policy {agent.policy_id!r}) returned {post.count} rows for a "
+                        f"fragment of {rows}; expected {rows}"
+                    )
+                for col in list(post.keys()):
+                    view = views.get(col)
+                    if view is not None and not view.used_for_training and col not in _ALWAYS_TRAINED:
+                        del post[col]
+                self._pending.append(post)
+            if is_done:
+                del self._agents[key]
+            else:
+                agent.advance(self._keep(views))
+                agent.unroll_id = self._unroll_id()
+        if is_done:
+            self._episodes.pop(episode.episode_id, None)
+        if build:
+            return self._flush()
+        return None
+
+    def _flush(self) -> SampleBatch | None:
+        batches, self._pending = self._pending, []
+        self._env_steps = 0
+        if not batches:
+            return None
+        return batches[0] if len(batches) == 1 else concat_samples(batches)
+
+    def try_build_truncated_episode_multi_agent_batch(self) -> list[SampleBatch]:
+        """See :meth:`SampleCollector.try_build_truncated_episode_multi_agent_batch`.
+
+        Examples:
+            >>> SimpleListCollector({}, rollout_fragment_length=5).try_build_truncated_episode_multi_agent_batch()
+            []
+        """
+        if self._env_steps < self.rollout_fragment_length:
+            return []
+        for episode in list(self._episodes.values()):
+            self.postprocess_episode(episode, is_done=False)
+        batch = self._flush()
+        return [] if batch is None else [batch]
+
+
+def _to_numpy(value: Any) -> Any:
+    """Policy outputs as numpy (tensors detached), dicts mapped."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu().numpy()
+    if isinstance(value, Mapping):
+        return {key: _to_numpy(item) for key, item in value.items()}
+    return np.asarray(value)

@@ -1,0 +1,301 @@
+"""RLlib's ``RolloutWorker`` (old API stack, single-agent): envs + policy + sampler.
+
+``RolloutWorker(env_creator=..., policy_spec=..., policy_config=...)`` makes
+``num_envs_per_worker`` envs with ``env_creator(env_context)``, builds the policy from the
+first env's spaces, runs its view pruning (``_initialize_loss_from_dummy_batch``) if its
+constructor did not, and samples with a :class:`SyncSampler`. The sampling keys of
+``policy_config`` have the seed's meaning:
+
+=========================  ==========================================================
+``batch_mode``             ``"truncate_episodes"`` (default) or ``"complete_episodes"``
+``rollout_fragment_length`` env steps per env per ``sample()`` (truncate mode), int >= 1
+``num_envs_per_worker``    envs stepped together, int >= 1
+``horizon``                cut episodes after this many steps (``None``: never)
+``soft_horizon``           at the horizon: no done, no reset (needs ``horizon``)
+``no_done_at_end``         never write a done
+``seed``                   seeds episode ids and env resets (plus ``1000 * worker_index``)
+``callbacks``              a :class:`DefaultCallbacks` subclass
+``clip_rewards``           ``True`` (sign), a float bound, or ``None``
+``explore``                passed to the policy's ``compute_actions_from_input_dict``
+``sample_async``           sample in a background thread (:class:`AsyncSampler`)
+=========================  ==========================================================
+
+Other RLlib trainer keys (``lr``, ``gamma``, ``model``, ``train_batch_size``, ...) and the
+keys of the policy class's ``DEFAULT_CONFIG`` (if it has one) pass through to the policy;
+any other key is an error. Not supported yet: multi-agent (``multiagent`` with policies),
+``count_steps_by="agent_steps"`` (differs from env
+steps only in multi-agent). ``env_creator`` may return a gymnasium env or an unbatched
+Cadence ``EnvBase`` (wrapped by :func:`~cadence.interop.rllib.env_adapter.as_gymnasium_env`).
+
+Examples:
+    >>> import gymnasium as gym
+    >>> from cadence.interop.rllib.policy import RandomPolicy
+    >>> worker = RolloutWorker(env_creator=lambda ctx: gym.make("CartPole-v1"), policy_spec=RandomPolicy,
+    ...                        policy_config={"rollout_fragment_length": 5, "num_envs_per_worker": 2, "seed": 0})
+    >>> batch = worker.sample()
+    >>> batch.count, sorted(set(batch["env_id"].tolist())) if "env_id" in batch else "no env_id view"
+    (10, 'no env_id view')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import gymnasium as gym
+
+from cadence.interop.rllib.callbacks import DefaultCallbacks
+from cadence.interop.rllib.env_adapter import as_gymnasium_env
+from cadence.interop.rllib.collectors import SampleCollector, SimpleListCollector
+from cadence.interop.rllib.policy import Policy
+from cadence.interop.rllib.sample_batch import DEFAULT_POLICY_ID, SampleBatch
+from cadence.interop.rllib.sampler import BATCH_MODES, AsyncSampler, SyncSampler
+
+__all__ = ["EnvContext", "RolloutWorker", "WORKER_DEFAULTS"]
+
+#: The sampling keys this worker reads, with their defaults.
+WORKER_DEFAULTS: dict[str, Any] = {
+    "batch_mode": "truncate_episodes",
+    "rollout_fragment_length": 200,
+    "num_envs_per_worker": 1,
+    "horizon": None,
+    "soft_horizon": False,
+    "no_done_at_end": False,
+    "seed": None,
+    "callbacks": DefaultCallbacks,
+    "clip_rewards": None,
+    "explore": True,
+    "sample_collector": SimpleListCollector,
+    "env_config": {},
+    "sample_async": False,
+    "multiagent": {},
+}
+# RLlib trainer keys that the policy (not the worker) reads: accepted and passed through.
+_PASS_THROUGH = frozenset({
+    "lr", "gamma", "lambda", "model", "train_batch_size", "sgd_minibatch_size", "num_sgd_iter", "framework",
+    "num_workers", "num_gpus", "grad_clip", "entropy_coeff", "vf_loss_coeff", "kl_coeff", "kl_target",
+    "clip_param", "vf_clip_param", "use_gae", "use_critic", "optimizer", "exploration_config", "normalize_actions",
+    "clip_actions", "env", "log_level", "evaluation_interval", "create_env_on_driver", "preprocessor_pref",
+    "observation_filter", "compress_observations", "min_sample_timesteps_per_iteration", "lr_schedule",
+    "entropy_coeff_schedule", "shuffle_sequences", "_disable_preprocessor_api", "count_steps_by",
+})
+
+
+class EnvContext(dict):
+    """RLlib's env context: the ``env_config`` dict plus the worker's index and the env's.
+
+    Examples:
+        >>> ctx = EnvContext({"size": 3}, worker_index=1, vector_index=0)
+        >>> ctx["size"], ctx.worker_index, ctx.vector_index
+        (3, 1, 0)
+    """
+
+    def __init__(self, env_config: Mapping[str, Any], worker_index: int = 0, vector_index: int = 0,
+                 num_workers: int = 0) -> None:
+        super().__init__(env_config)
+        self.worker_index, self.vector_index, self.num_workers = worker_index, vector_index, num_workers
+
+
+def _check_config(config: Mapping[str, Any], policy_cls: type) -> dict[str, Any]:
+    """The worker's keys (defaults filled in); all problems raised together in one error."""
+    known = set(WORKER_DEFAULTS) | _PASS_THROUGH | set(getattr(policy_cls, "DEFAULT_CONFIG", None) or {})
+    problems = [f"unknown key {key!r}" for key in config if key not in known]
+    cfg = {key: config.get(key, default) for key, default in WORKER_DEFAULTS.items()}
+    if cfg["batch_mode"] not in BATCH_MODES:
+        problems.append(f"batch_mode: expected one of {BATCH_MODES}, got {cfg['batch_mode']!r}")
+    for key in ("rollout_fragment_length", "num_envs_per_worker"):
+        value = cfg[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            problems.append(f"{key}: expected an int >= 1, got {value!r}")
+    horizon = cfg["horizon"]
+    if horizon is not None and (isinstance(horizon, bool) or not isinstance(horizon, int) or horizon < 1):
+        problems.append(f"horizon: expected an int >= 1 or None, got {horizon!r}")
+    for key in ("soft_horizon", "no_done_at_end", "sample_async"):
+        if not isinstance(cfg[key], bool):
+            problems.append(f"{key}: expected a bool, got {cfg[key]!r}")
+    if cfg["soft_horizon"] is True and horizon is None:
+        problems.append("soft_horizon=True needs a horizon; got horizon=None")
+    seed = cfg["seed"]
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        problems.append(f"seed: expected an int or None, got {seed!r}")
+    callbacks = cfg["callbacks"]
+    if not (isinstance(callbacks, type) and issubclass(callbacks, DefaultCallbacks)):
+        problems.append(f"callbacks: expected a DefaultCallbacks subclass (the class), got {callbacks!r}")
+    collector = cfg["sample_collector"]
+    if not (isinstance(collector, type) and issubclass(collector, SampleCollector)):
+        problems.append(f"sample_collector: expected a SampleCollector subclass, got {collector!r}")
+    if cfg["multiagent"] and (cfg["multiagent"].get("policies") or cfg["multiagent"].get("policy_mapping_fn")):
+        problems.append("multiagent: policies/policy_mapping_fn are not supported yet (single-agent only)")
+    if problems:
+        raise ValueError("RolloutWorker: bad policy_config: " + "; ".join(problems))
+    return cfg
+
+
+class RolloutWorker:
+    """Collects experience from envs with a policy; RLlib's keyword names (see the module).
+
+    Args:
+        env_creator: ``env_creator(env_context)`` -> a gymnasium env or an unbatched Cadence env.
+        policy_spec: A :class:`Policy` subclass, or ``(cls, observation_space,
+            action_space, config)`` with ``None`` for what the env gives.
+        policy_config: The config (sampling keys above, the rest for the policy).
+        env_config: Overrides ``policy_config["env_config"]`` for the env context.
+        worker_index, num_workers: This worker's index (0: local) and the worker count.
+
+    Attributes:
+        policy_map: ``{"default_policy": policy}``.
+        env: The first env; ``envs``: all of them. ``sampler``: the :class:`SyncSampler`
+            (an :class:`AsyncSampler` with ``sample_async``).
+        callbacks: The :class:`DefaultCallbacks` instance.
+
+    Raises:
+        ValueError: Unknown config keys or impossible combinations (one error naming all).
+        TypeError: A ``policy_spec`` that is not a Policy subclass; an env that is neither
+            a gymnasium env nor a Cadence ``EnvBase``.
+
+    Examples:
+        >>> import gymnasium as gym
+        >>> from cadence.interop.rllib.policy import RandomPolicy
+        >>> RolloutWorker(env_creator=lambda ctx: gym.make("CartPole-v1"), policy_spec=RandomPolicy,
+        ...               policy_config={"soft_horizon": True, "rollout_fragment_length": 0, "lrr": 1})
+        Traceback (most recent call last):
+        ...
+        ValueError: RolloutWorker: bad policy_config: unknown key 'lrr'; rollout_fragment_length: expected an int >= 1, got 0; soft_horizon=True needs a horizon; got horizon=None
+    """
+
+    def __init__(
+        self, *, env_creator: Callable[[EnvContext], Any], policy_spec: Any = None,
+        policy_config: Mapping[str, Any] | None = None, env_config: Mapping[str, Any] | None = None,
+        worker_index: int = 0, num_workers: int = 0,
+    ) -> None:
+        config = dict(policy_config or {})
+        policy_cls, obs_space, act_space, extra_config = self._policy_spec(policy_spec)
+        config.update(extra_config)
+        cfg = _check_config(config, policy_cls)
+        self.policy_config = config
+        self.worker_index, self.num_workers = worker_index, num_workers
+        env_config = dict(cfg["env_config"] if env_config is None else env_config)
+        self.envs = [
+            env_creator(EnvContext(env_config, worker_index, vector_index, num_workers))
+            for vector_index in range(cfg["num_envs_per_worker"])
+        ]
+        for i, env in enumerate(self.envs):
+            try:
+                self.envs[i] = as_gymnasium_env(env)
+            except TypeError:
+                raise TypeError(
+                    f"RolloutWorker: env_creator returned a {type(env).__name__} for env {i}; expected a "
+                    "gymnasium.Env or an unbatched Cadence EnvBase (MultiAgentEnv is not supported yet)"
+                ) from None
+        self.env = self.envs[0]
+        # RLlib's per-worker seed offset: workers of one trainer draw different episodes.
+        seed = None if cfg["seed"] is None else cfg["seed"] + 1000 * worker_index
+        policy = policy_cls(obs_space or self.env.observation_space, act_space or self.env.action_space, config)
+        if not policy.loss_initialized:
+            policy._initialize_loss_from_dummy_batch()
+        self.policy_map: dict[str, Policy] = {DEFAULT_POLICY_ID: policy}
+        self.callbacks: DefaultCallbacks = cfg["callbacks"]()
+        sampler_cls = AsyncSampler if cfg["sample_async"] else SyncSampler
+        self.sampler: SyncSampler = sampler_cls(
+            envs=self.envs, policy_map=self.policy_map, worker=self, callbacks=self.callbacks,
+            rollout_fragment_length=cfg["rollout_fragment_length"], batch_mode=cfg["batch_mode"],
+            horizon=cfg["horizon"], soft_horizon=cfg["soft_horizon"], no_done_at_end=cfg["no_done_at_end"],
+            seed=seed, clip_rewards=cfg["clip_rewards"], sample_collector_class=cfg["sample_collector"],
+            explore=cfg["explore"],
+        )
+
+    @staticmethod
+    def _policy_spec(spec: Any) -> tuple[type, gym.Space | None, gym.Space | None, dict[str, Any]]:
+        if isinstance(spec, (tuple, list)) and len(spec) == 4:
+            cls, obs_space, act_space, config = spec
+        else:
+            cls, obs_space, act_space, config = spec, None, None, None
+        if not (isinstance(cls, type) and issubclass(cls, Policy)):
+            raise TypeError(
+                f"RolloutWorker: policy_spec must be a Policy subclass or (cls, obs_space, act_space, config); "
+                f"got {spec!r}"
+            )
+        return cls, obs_space, act_space, dict(config or {})
+
+    def sample(self) -> SampleBatch:
+        """One rollout (see :class:`SyncSampler`), after ``on_sample_end``.
+
+        Examples:
+            >>> import gymnasium as gym
+            >>> from cadence.interop.rllib.policy import RandomPolicy
+            >>> worker = RolloutWorker(env_creator=lambda ctx: gym.make("CartPole-v1"), policy_spec=RandomPolicy,
+            ...                        policy_config={"batch_mode": "complete_episodes", "seed": 3})
+            >>> batch = worker.sample()
+            >>> int(batch["t"][0]), bool(batch["terminateds"][-1] or batch["truncateds"][-1])
+            (0, True)
+        """
+        batch = self.sampler.get_data()
+        self.callbacks.on_sample_end(worker=self, samples=batch)
+        return batch
+
+    def get_policy(self, policy_id: str = DEFAULT_POLICY_ID) -> Policy | None:
+        """The policy under ``policy_id`` (``None`` if there is none, as RLlib).
+
+        Examples:
+            >>> import gymnasium as gym
+            >>> from cadence.interop.rllib.policy import RandomPolicy
+            >>> worker = RolloutWorker(env_creator=lambda ctx: gym.make("CartPole-v1"), policy_spec=RandomPolicy)
+            >>> type(worker.get_policy()).__name__, worker.get_policy("other")
+            ('RandomPolicy', None)
+        """
+        return self.policy_map.get(policy_id)
+
+    def get_weights(self) -> dict[str, Any]:
+        """``{policy_id: policy.get_weights()}``.
+
+        Examples:
+            >>> import gymnasium as gym
+            >>> from cadence.interop.rllib.policy import RandomPolicy
+            >>> RolloutWorker(env_creator=lambda ctx: gym.make("CartPole-v1"), policy_spec=RandomPolicy).get_weights()
+            {'default_policy': {}}
+        """
+        return {policy_id: policy.get_weights() for policy_id, policy in self.policy_map.items()}
+
+    def set_weights(self, weights: Mapping[str, Any]) -> None:
+        """Sets each policy's weights from ``{policy_id: weights}``.
+
+        Raises:
+            KeyError: A policy id this worker does not have (names it).
+
+        Examples:
+            >>> import gymnasium as gym
+            >>> from cadence.interop.rllib.policy import RandomPolicy
+            >>> worker = RolloutWorker(env_creator=lambda ctx: gym.make("CartPole-v1"), policy_spec=RandomPolicy)
+            >>> worker.set_weights({"default_policy": {}})
+        """
+        for policy_id, policy_weights in weights.items():
+            if policy_id not in self.policy_map:
+                raise KeyError(f"set_weights: no policy {policy_id!r}; this worker has {sorted(self.policy_map)}")
+            self.policy_map[policy_id].set_weights(policy_weights)
+
+    def learn_on_batch(self, samples: SampleBatch) -> dict[str, Any]:
+        """Trains the policy on ``samples``; returns ``{policy_id: learner info}``.
+
+        Examples:
+            >>> import gymnasium as gym
+            >>> from cadence.interop.rllib.policy import RandomPolicy
+            >>> worker = RolloutWorker(env_creator=lambda ctx: gym.make("CartPole-v1"), policy_spec=RandomPolicy)
+            >>> worker.learn_on_batch(worker.sample())  # doctest: +ELLIPSIS
+            Traceback (most recent call last):
+            ...
+            NotImplementedError: RandomPolicy.learn_on_batch(): the default makes one gradient step on loss() ...
+        """
+        return {DEFAULT_POLICY_ID: self.policy_map[DEFAULT_POLICY_ID].learn_on_batch(samples)}
+
+    def stop(self) -> None:
+        """Stops an async sampler's thread and closes the envs.
+
+        Examples:
+            >>> import gymnasium as gym
+            >>> from cadence.interop.rllib.policy import RandomPolicy
+            >>> RolloutWorker(env_creator=lambda ctx: gym.make("CartPole-v1"), policy_spec=RandomPolicy).stop()
+        """
+        if isinstance(self.sampler, AsyncSampler):
+            self.sampler.stop()
+        for env in self.envs:
+            env.close()
