@@ -8,7 +8,9 @@ default views, and their pruning by a dummy batch through inference, postprocess
 the loss) and :class:`ModelV2` (a torch module with its own ``view_requirements``);
 sampling: :class:`RolloutWorker`, :class:`SyncSampler` / :class:`AsyncSampler`, :class:`SampleCollector` /
 :class:`SimpleListCollector` (one list per collected column, observations stored once)
-and :class:`DefaultCallbacks` (single-agent, gymnasium envs).
+and :class:`DefaultCallbacks` (gymnasium envs, Cadence envs, and :class:`MultiAgentEnv`
+with several policies, checked by :class:`MultiAgentEnvChecker`); and
+:mod:`cadence.interop.rllib.algorithms.ppo` (``DEFAULT_CONFIG``, ``PPOTorchPolicy``).
 
 Examples:
     >>> import numpy as np
@@ -24,6 +26,7 @@ from cadence.interop.rllib.callbacks import DefaultCallbacks, override
 from cadence.interop.rllib.collectors import Episode, SampleCollector, SimpleListCollector
 from cadence.interop.rllib.models import FullyConnectedNetwork, ModelV2
 from cadence.interop.rllib.multi_agent_batch import MultiAgentBatch
+from cadence.interop.rllib.multi_agent_env import MultiAgentEnv, MultiAgentEnvChecker
 from cadence.interop.rllib.policy import Policy, RandomPolicy
 from cadence.interop.rllib.rnn_sequencing import chop_into_sequences
 from cadence.interop.rllib.sample_batch import SampleBatch, concat_samples
@@ -35,18 +38,20 @@ __all__ = [
     "AsyncSampler",
     "DefaultCallbacks",
     "Episode",
-    "RolloutWorker",
-    "SampleCollector",
-    "SimpleListCollector",
-    "SyncSampler",
-    "override",
     "FullyConnectedNetwork",
     "ModelV2",
     "MultiAgentBatch",
+    "MultiAgentEnv",
+    "MultiAgentEnvChecker",
     "Policy",
     "RandomPolicy",
+    "RolloutWorker",
     "SampleBatch",
+    "SampleCollector",
+    "SimpleListCollector",
+    "SyncSampler",
     "ViewRequirement",
     "chop_into_sequences",
     "concat_samples",
+    "override",
 ]

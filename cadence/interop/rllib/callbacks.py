@@ -7,7 +7,9 @@ episode (the batch may still be edited there), ``on_episode_end`` after an episo
 step and its postprocessing, before the env is reset; and once per ``sample()``,
 ``on_sample_end`` with the batch returned. All arguments are passed by keyword, with
 RLlib's names; ``base_env`` is the sampler's list of gymnasium envs (RLlib passes its
-``BaseEnv``), ``env_index`` the env's position there.
+``BaseEnv``; a ``MultiAgentEnv`` appears wrapped in its ``MultiAgentEnvChecker``),
+``env_index`` the env's position there. In multi-agent, ``on_postprocess_trajectory`` is
+called once per agent, with ``original_batches`` holding every agent of the episode.
 
 Examples:
     >>> class CountSteps(DefaultCallbacks):

@@ -19,8 +19,14 @@ and shown is decided by the policy's ``view_requirements``:
   ``on_postprocess_trajectory`` callback), the columns whose view has
   ``used_for_training=False`` are dropped.
 
-Single-agent only for now: the agent id is ``0``, ``agent_index`` 0, and the keys are
-already (episode, agent) so that multi-agent can be added. Not supported yet: views with
+Multi-agent: the keys are (episode, agent); ``agent_index`` is the agent's order of first
+sight in its episode (:meth:`Episode.agent_index`). At a fragment or episode end, every
+agent's fragment is built first, then each is postprocessed with the others' as
+``other_agent_batches`` (``{agent_id: (policy_id, policy, batch)}``, before postprocessing).
+Batches are grouped per policy into a :class:`MultiAgentBatch` (a plain SampleBatch when
+``"default_policy"`` is the only policy). A truncated build happens once
+``rollout_fragment_length`` env steps or agent steps (``count_steps_by``; an agent step is
+one recorded transition) are collected. Not supported yet: views with
 ``batch_repeat_value > 1`` (recurrent ``state_in`` with ``seq_lens``), views on ``infos``
 with a shift, nested (dict/tuple) observations.
 
@@ -52,6 +58,7 @@ import numpy as np
 import torch
 
 from cadence.interop.rllib.callbacks import DefaultCallbacks
+from cadence.interop.rllib.multi_agent_batch import MultiAgentBatch
 from cadence.interop.rllib.sample_batch import SampleBatch, concat_samples
 from cadence.interop.rllib.view_requirement import ViewRequirement, episode_view
 
@@ -75,9 +82,13 @@ class Episode:
     Args:
         episode_id: The episode's id (the ``eps_id`` column).
         env_id: The index of its env in the sampler.
+        policy_mapping_fn: ``fn(agent_id, episode, worker, **kwargs) -> policy_id``, asked once
+            per agent of the episode (``None``: every agent gets ``"default_policy"``).
+        worker: Passed to ``policy_mapping_fn``.
 
     Attributes:
-        length: Env steps so far; ``total_reward``: their summed reward.
+        length: Env steps so far; ``total_reward``: their summed reward (all agents).
+        agent_rewards: ``(agent_id, policy_id)`` -> that agent's summed reward.
         user_data, custom_metrics, hist_data: Free for callbacks.
         last_observation: The last observation recorded.
 
@@ -85,17 +96,51 @@ class Episode:
         >>> episode = Episode(episode_id=3, env_id=1)
         >>> episode.episode_id, episode.length, episode.user_data
         (3, 0, {})
+        >>> episode = Episode(4, 0, policy_mapping_fn=lambda agent_id, episode, worker, **kw: f"p{agent_id}")
+        >>> episode.policy_for(1), episode.agent_index("x"), episode.agent_index(1)
+        ('p1', 0, 1)
     """
 
-    def __init__(self, episode_id: int, env_id: int) -> None:
+    def __init__(self, episode_id: int, env_id: int, policy_mapping_fn: Any = None, worker: Any = None) -> None:
         self.episode_id = int(episode_id)
         self.env_id = int(env_id)
         self.length = 0
         self.total_reward = 0.0
+        self.agent_rewards: dict[tuple[Any, str], float] = {}
         self.user_data: dict[str, Any] = {}
         self.custom_metrics: dict[str, float] = {}
         self.hist_data: dict[str, list[float]] = {}
         self.last_observation: Any = None
+        self.policy_mapping_fn = policy_mapping_fn
+        self.worker = worker
+        self._agent_to_index: dict[Any, int] = {}
+        self._agent_to_policy: dict[Any, str] = {}
+
+    def agent_index(self, agent_id: Any) -> int:
+        """The agent's index in this episode (the ``agent_index`` column): order of first sight.
+
+        Examples:
+            >>> episode = Episode(1, 0)
+            >>> episode.agent_index("b"), episode.agent_index("a"), episode.agent_index("b")
+            (0, 1, 0)
+        """
+        if agent_id not in self._agent_to_index:
+            self._agent_to_index[agent_id] = len(self._agent_to_index)
+        return self._agent_to_index[agent_id]
+
+    def policy_for(self, agent_id: Any) -> str:
+        """The policy id of ``agent_id`` (``policy_mapping_fn``, asked once per agent and episode).
+
+        Examples:
+            >>> Episode(1, 0).policy_for("any")
+            'default_policy'
+        """
+        if agent_id not in self._agent_to_policy:
+            if self.policy_mapping_fn is None:
+                self._agent_to_policy[agent_id] = "default_policy"
+            else:
+                self._agent_to_policy[agent_id] = self.policy_mapping_fn(agent_id, self, worker=self.worker)
+        return self._agent_to_policy[agent_id]
 
     def __repr__(self) -> str:
         return f"Episode(episode_id={self.episode_id}, env_id={self.env_id}, length={self.length})"
@@ -205,7 +250,7 @@ class SampleCollector:
 
     def postprocess_episode(
         self, episode: Episode, is_done: bool = False, check_dones: bool = False, build: bool = False,
-    ) -> SampleBatch | None:
+    ) -> SampleBatch | MultiAgentBatch | None:
         """Builds and postprocesses the episode's data so far; returns the batches if ``build``.
 
         Examples:
@@ -214,7 +259,7 @@ class SampleCollector:
         """
         raise TypeError(f"{type(self).__name__}.postprocess_episode() is not defined")  # unreachable: __init_subclass__
 
-    def try_build_truncated_episode_multi_agent_batch(self) -> list[SampleBatch]:
+    def try_build_truncated_episode_multi_agent_batch(self) -> list[SampleBatch | MultiAgentBatch]:
         """Once ``rollout_fragment_length`` steps are collected: all fragments, built.
 
         Examples:
@@ -261,7 +306,7 @@ class _AgentCollector:
         if key == SB.T:
             return self.t0 + np.arange(length, dtype=np.int64)
         value = {SB.EPS_ID: self.episode.episode_id, SB.ENV_ID: self.env_id,
-                 SB.AGENT_INDEX: 0, SB.UNROLL_ID: self.unroll_id}[key]
+                 SB.AGENT_INDEX: self.episode.agent_index(self.agent_id), SB.UNROLL_ID: self.unroll_id}[key]
         return np.full(length, value, dtype=np.int64)
 
     def _source(self, view_col: str, view: ViewRequirement) -> tuple[str, list[Any] | None]:
@@ -304,6 +349,9 @@ class _AgentCollector:
                     f"view {view_col!r}: batch_repeat_value={view.batch_repeat_value} (recurrent state "
                     "with seq_lens) is not supported by SimpleListCollector yet; expected 1"
                 )
+            source = view.data_col or view_col
+            if self.steps and source not in self.buffers and source not in _SAMPLER_COLUMNS:
+                continue  # a column postprocessing writes (advantages, ...): RLlib skips its view here too
             data_col, buffer = self._source(view_col, view)
             if data_col == SB.INFOS:
                 if view.multiple_shifts or view.shift != 0:
@@ -362,8 +410,9 @@ class SimpleListCollector(SampleCollector):
         self._episodes: dict[int, Episode] = {}
         self._queued: dict[str, list[tuple[int, Any]]] = {}
         self.forward_pass_agent_keys: dict[str, list[tuple[int, Any, int]]] = {}
-        self._pending: list[SampleBatch] = []
+        self._pending: list[tuple[str, SampleBatch]] = []
         self._env_steps = 0
+        self._agent_steps = 0
         self._next_unroll_id = 0
 
     def _views(self, policy_id: str) -> Mapping[str, ViewRequirement]:
@@ -439,6 +488,7 @@ class SimpleListCollector(SampleCollector):
                                   else float(np.clip(reward, -self.clip_rewards, self.clip_rewards)))
         agent = self._agents[key]
         agent.add(values)
+        self._agent_steps += 1
         agent.episode.last_observation = values[SB.NEXT_OBS]
         queue = self._queued.setdefault(policy_id, [])
         if not agent_done and key not in queue:  # queued once, even if no inference ran in between
@@ -464,6 +514,15 @@ class SimpleListCollector(SampleCollector):
             0
         """
         return self._env_steps
+
+    def total_agent_steps(self) -> int:
+        """Agent steps (recorded transitions, all agents) collected since the last build.
+
+        Examples:
+            >>> SimpleListCollector({}).total_agent_steps()
+            0
+        """
+        return self._agent_steps
 
     def get_inference_input_dict(self, policy_id: str) -> SampleBatch:
         """See :meth:`SampleCollector.get_inference_input_dict`; empties the queue.
@@ -496,7 +555,7 @@ class SimpleListCollector(SampleCollector):
 
     def postprocess_episode(
         self, episode: Episode, is_done: bool = False, check_dones: bool = False, build: bool = False,
-    ) -> SampleBatch | None:
+    ) -> SampleBatch | MultiAgentBatch | None:
         """See :meth:`SampleCollector.postprocess_episode`.
 
         Builds each agent's fragment, runs ``postprocess_trajectory`` (one episode only), the
@@ -513,68 +572,91 @@ class SimpleListCollector(SampleCollector):
             True
         """
         agent_keys = [key for key in self._agents if key[0] == episode.episode_id]
+        # Every agent's fragment is built first: each one's postprocessing sees the others'.
+        originals: dict[Any, tuple[str, Any, SampleBatch]] = {}
         for key in agent_keys:
             agent = self._agents[key]
-            policy = self.policy_map[agent.policy_id]
-            views = policy.view_requirements
             if agent.steps > agent.start:
-                batch = agent.build(views)
-                if check_dones and is_done:
-                    last = [bool(batch[col][-1]) for col in (SB.TERMINATEDS, SB.TRUNCATEDS) if col in batch]
-                    if last and not any(last):
-                        raise ValueError(
-                            f"episode {episode.episode_id} (agent {agent.agent_id!r}) ended but its last step "
-                            "has terminateds=False and truncateds=False"
-                        )
-                rows = batch.count
-                post = policy.postprocess_trajectory(batch, {}, episode)
-                if not isinstance(post, SampleBatch):
-                    raise TypeError(f"postprocess_trajectory must return a SampleBatch, got {type(post).__name__}")
-                self.callbacks.on_postprocess_trajectory(
-                    worker=self.worker, episode=episode, agent_id=agent.agent_id, policy_id=agent.policy_id,
-                    policies=self.policy_map, postprocessed_batch=post,
-                    original_batches={agent.agent_id: (agent.policy_id, policy, batch)},
-                )
-                if post.count != rows:
+                policy = self.policy_map[agent.policy_id]
+                originals[agent.agent_id] = (agent.policy_id, policy, agent.build(policy.view_requirements))
+        for agent_id, (policy_id, policy, batch) in originals.items():
+            if check_dones and is_done:
+                last = [bool(batch[col][-1]) for col in (SB.TERMINATEDS, SB.TRUNCATEDS) if col in batch]
+                if last and not any(last):
                     raise ValueError(
-                        f"postprocess_trajectory (policy {agent.policy_id!r}) returned {post.count} rows for a "
-                        f"fragment of {rows}; expected {rows}"
+                        f"episode {episode.episode_id} (agent {agent_id!r}) ended but its last step "
+                        "has terminateds=False and truncateds=False"
                     )
-                for col in list(post.keys()):
-                    view = views.get(col)
-                    if view is not None and not view.used_for_training and col not in _ALWAYS_TRAINED:
-                        del post[col]
-                self._pending.append(post)
+            rows = batch.count
+            others = {other: value for other, value in originals.items() if other != agent_id}
+            post = policy.postprocess_trajectory(batch, others, episode)
+            if not isinstance(post, SampleBatch):
+                raise TypeError(f"postprocess_trajectory must return a SampleBatch, got {type(post).__name__}")
+            self.callbacks.on_postprocess_trajectory(
+                worker=self.worker, episode=episode, agent_id=agent_id, policy_id=policy_id,
+                policies=self.policy_map, postprocessed_batch=post, original_batches=originals,
+            )
+            if post.count != rows:
+                raise ValueError(
+                    f"postprocess_trajectory (policy {policy_id!r}, agent {agent_id!r}) returned {post.count} rows "
+                    f"for a fragment of {rows}; expected {rows}"
+                )
+            views = policy.view_requirements
+            missing = [
+                (col, view.data_col or col) for col, view in views.items()
+                if view.used_for_training and col not in post and col not in _SAMPLER_COLUMNS
+            ]
+            if missing:
+                col, data_col = missing[0]
+                raise KeyError(
+                    f"view {col!r} reads column {data_col!r}, which neither the env, the policy nor "
+                    f"postprocess_trajectory produced (policy {policy_id!r}); the batch has {sorted(post.keys())}"
+                )
+            for col in list(post.keys()):
+                view = views.get(col)
+                if view is not None and not view.used_for_training and col not in _ALWAYS_TRAINED:
+                    del post[col]
+            self._pending.append((policy_id, post))
+        for key in agent_keys:
             if is_done:
                 del self._agents[key]
             else:
-                agent.advance(self._keep(views))
+                agent = self._agents[key]
+                agent.advance(self._keep(self.policy_map[agent.policy_id].view_requirements))
                 agent.unroll_id = self._unroll_id()
         if is_done:
             self._episodes.pop(episode.episode_id, None)
         if build:
-            return self._flush()
+            return self._flush(episode.length)
         return None
 
-    def _flush(self) -> SampleBatch | None:
+    def _flush(self, env_steps: int) -> SampleBatch | MultiAgentBatch | None:
+        """The pending batches, per policy (a SampleBatch if only ``"default_policy"``)."""
         batches, self._pending = self._pending, []
-        self._env_steps = 0
+        self._env_steps = self._agent_steps = 0
         if not batches:
             return None
-        return batches[0] if len(batches) == 1 else concat_samples(batches)
+        per_policy: dict[str, list[SampleBatch]] = {}
+        for policy_id, batch in batches:
+            per_policy.setdefault(policy_id, []).append(batch)
+        return MultiAgentBatch.wrap_as_needed(
+            {pid: items[0] if len(items) == 1 else concat_samples(items) for pid, items in per_policy.items()},
+            env_steps,
+        )
 
-    def try_build_truncated_episode_multi_agent_batch(self) -> list[SampleBatch]:
+    def try_build_truncated_episode_multi_agent_batch(self) -> list[SampleBatch | MultiAgentBatch]:
         """See :meth:`SampleCollector.try_build_truncated_episode_multi_agent_batch`.
 
         Examples:
             >>> SimpleListCollector({}, rollout_fragment_length=5).try_build_truncated_episode_multi_agent_batch()
             []
         """
-        if self._env_steps < self.rollout_fragment_length:
+        count = self._env_steps if self.count_steps_by == "env_steps" else self._agent_steps
+        if count < self.rollout_fragment_length:
             return []
         for episode in list(self._episodes.values()):
             self.postprocess_episode(episode, is_done=False)
-        batch = self._flush()
+        batch = self._flush(self._env_steps)
         return [] if batch is None else [batch]
 
 

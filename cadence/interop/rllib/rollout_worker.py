@@ -1,4 +1,4 @@
-"""RLlib's ``RolloutWorker`` (old API stack, single-agent): envs + policy + sampler.
+"""RLlib's ``RolloutWorker`` (old API stack): envs + policies + sampler.
 
 ``RolloutWorker(env_creator=..., policy_spec=..., policy_config=...)`` makes
 ``num_envs_per_worker`` envs with ``env_creator(env_context)``, builds the policy from the
@@ -18,14 +18,26 @@ constructor did not, and samples with a :class:`SyncSampler`. The sampling keys 
 ``clip_rewards``           ``True`` (sign), a float bound, or ``None``
 ``explore``                passed to the policy's ``compute_actions_from_input_dict``
 ``sample_async``           sample in a background thread (:class:`AsyncSampler`)
+``multiagent``             ``{"policies", "policy_mapping_fn", "count_steps_by"}`` (below)
 =========================  ==========================================================
+
+``multiagent`` (with an ``env_creator`` returning a
+:class:`~cadence.interop.rllib.multi_agent_env.MultiAgentEnv`): ``policies`` maps policy ids
+to ``(policy_cls or None, obs_space or None, act_space or None, config)`` (or an object
+with ``policy_class``, ``observation_space``, ``action_space``, ``config``, as RLlib's
+``PolicySpec``; or ``None``); ``None`` takes ``policy_spec``'s class and the spaces of an
+agent that ``policy_mapping_fn(agent_id, None, worker=self)`` maps to the policy (from a
+``Dict`` space keyed by agent id, or the shared space); a set of ids is all defaults.
+``policy_mapping_fn(agent_id, episode, worker, **kwargs) -> policy_id`` (default: every
+agent to ``"default_policy"``); ``count_steps_by``: ``"env_steps"`` (default) or
+``"agent_steps"``, the unit of ``rollout_fragment_length``. ``sample()`` then returns a
+:class:`MultiAgentBatch` (a SampleBatch if ``"default_policy"`` is the only policy).
 
 Other RLlib trainer keys (``lr``, ``gamma``, ``model``, ``train_batch_size``, ...) and the
 keys of the policy class's ``DEFAULT_CONFIG`` (if it has one) pass through to the policy;
-any other key is an error. Not supported yet: multi-agent (``multiagent`` with policies),
-``count_steps_by="agent_steps"`` (differs from env
-steps only in multi-agent). ``env_creator`` may return a gymnasium env or an unbatched
-Cadence ``EnvBase`` (wrapped by :func:`~cadence.interop.rllib.env_adapter.as_gymnasium_env`).
+any other key is an error. ``env_creator`` may return a gymnasium env or an unbatched
+Cadence ``EnvBase`` (wrapped by :func:`~cadence.interop.rllib.env_adapter.as_gymnasium_env`),
+or a ``MultiAgentEnv``.
 
 Examples:
     >>> import gymnasium as gym
@@ -35,6 +47,27 @@ Examples:
     >>> batch = worker.sample()
     >>> batch.count, sorted(set(batch["env_id"].tolist())) if "env_id" in batch else "no env_id view"
     (10, 'no env_id view')
+
+    Multi-agent: two agents that act together, one policy each:
+
+    >>> from cadence.interop.rllib.multi_agent_env import MultiAgentEnv
+    >>> class Pair(MultiAgentEnv):
+    ...     def __init__(self, ctx):
+    ...         super().__init__()
+    ...         self._agent_ids = {"x", "y"}
+    ...         self.observation_space, self.action_space = gym.spaces.Discrete(5), gym.spaces.Discrete(2)
+    ...     def reset(self, *, seed=None, options=None):
+    ...         return {"x": 0, "y": 0}, {}
+    ...     def step(self, action_dict):
+    ...         return {"x": 1, "y": 1}, {"x": 1.0, "y": 0.0}, {"__all__": False}, {"__all__": False}, {}
+    >>> worker = RolloutWorker(env_creator=Pair, policy_spec=RandomPolicy, policy_config={
+    ...     "rollout_fragment_length": 3, "multiagent": {
+    ...         "policies": {"px": None, "py": None},
+    ...         "policy_mapping_fn": lambda agent_id, episode, worker, **kw: "p" + agent_id,
+    ...         "count_steps_by": "env_steps"}})
+    >>> batch = worker.sample()
+    >>> type(batch).__name__, batch.env_steps(), batch.agent_steps(), batch["px"]["rewards"].tolist()
+    ('MultiAgentBatch', 3, 6, [1.0, 1.0, 1.0])
 """
 
 from __future__ import annotations
@@ -47,6 +80,8 @@ import gymnasium as gym
 from cadence.interop.rllib.callbacks import DefaultCallbacks
 from cadence.interop.rllib.env_adapter import as_gymnasium_env
 from cadence.interop.rllib.collectors import SampleCollector, SimpleListCollector
+from cadence.interop.rllib.multi_agent_batch import MultiAgentBatch
+from cadence.interop.rllib.multi_agent_env import MultiAgentEnv, agent_space
 from cadence.interop.rllib.policy import Policy
 from cadence.interop.rllib.sample_batch import DEFAULT_POLICY_ID, SampleBatch
 from cadence.interop.rllib.sampler import BATCH_MODES, AsyncSampler, SyncSampler
@@ -124,11 +159,52 @@ def _check_config(config: Mapping[str, Any], policy_cls: type) -> dict[str, Any]
     collector = cfg["sample_collector"]
     if not (isinstance(collector, type) and issubclass(collector, SampleCollector)):
         problems.append(f"sample_collector: expected a SampleCollector subclass, got {collector!r}")
-    if cfg["multiagent"] and (cfg["multiagent"].get("policies") or cfg["multiagent"].get("policy_mapping_fn")):
-        problems.append("multiagent: policies/policy_mapping_fn are not supported yet (single-agent only)")
+    problems.extend(_check_multiagent(cfg["multiagent"]))
     if problems:
         raise ValueError("RolloutWorker: bad policy_config: " + "; ".join(problems))
     return cfg
+
+
+_MULTIAGENT_KEYS = ("policies", "policy_mapping_fn", "count_steps_by", "policies_to_train")
+
+
+def _check_multiagent(multiagent: Any) -> list[str]:
+    """The problems of the ``multiagent`` dict (empty if none)."""
+    if not isinstance(multiagent, Mapping):
+        return [f"multiagent: expected a dict, got {type(multiagent).__name__}"]
+    problems = [f"multiagent: unknown key {key!r} (expected one of {list(_MULTIAGENT_KEYS)})"
+                for key in multiagent if key not in _MULTIAGENT_KEYS]
+    count = multiagent.get("count_steps_by", "env_steps")
+    if count not in ("env_steps", "agent_steps"):
+        problems.append(f"multiagent.count_steps_by: expected 'env_steps' or 'agent_steps', got {count!r}")
+    mapping_fn = multiagent.get("policy_mapping_fn")
+    if mapping_fn is not None and not callable(mapping_fn):
+        problems.append(f"multiagent.policy_mapping_fn: expected a function, got {type(mapping_fn).__name__}")
+    policies = multiagent.get("policies", {})
+    if not isinstance(policies, (Mapping, set, frozenset, list, tuple)):
+        problems.append(f"multiagent.policies: expected a dict of policy specs or a set of ids, got "
+                        f"{type(policies).__name__}")
+    return problems
+
+
+def _parse_policy_spec(policy_id: str, spec: Any) -> tuple[Any, Any, Any, dict[str, Any]]:
+    """``(cls, obs_space, act_space, config)`` of one ``multiagent.policies`` entry."""
+    if spec is None:
+        return None, None, None, {}
+    if isinstance(spec, (tuple, list)) and len(spec) == 4:
+        cls, obs_space, act_space, config = spec
+    elif hasattr(spec, "policy_class") and hasattr(spec, "config"):  # RLlib's PolicySpec
+        cls, obs_space, act_space, config = (spec.policy_class, getattr(spec, "observation_space", None),
+                                             getattr(spec, "action_space", None), spec.config)
+    else:
+        raise TypeError(
+            f"multiagent.policies[{policy_id!r}]: expected (policy_cls or None, obs_space, act_space, config), a "
+            f"PolicySpec or None, got {spec!r:.100}"
+        )
+    if cls is not None and not (isinstance(cls, type) and issubclass(cls, Policy)):
+        raise TypeError(f"multiagent.policies[{policy_id!r}]: the policy class must be a Policy subclass or None, "
+                        f"got {cls!r}")
+    return cls, obs_space, act_space, dict(config or {})
 
 
 class RolloutWorker:
@@ -143,7 +219,8 @@ class RolloutWorker:
         worker_index, num_workers: This worker's index (0: local) and the worker count.
 
     Attributes:
-        policy_map: ``{"default_policy": policy}``.
+        policy_map: ``{"default_policy": policy}``, or one policy per ``multiagent.policies`` id.
+        policy_mapping_fn: ``multiagent.policy_mapping_fn`` (``None``: all to ``"default_policy"``).
         env: The first env; ``envs``: all of them. ``sampler``: the :class:`SyncSampler`
             (an :class:`AsyncSampler` with ``sample_async``).
         callbacks: The :class:`DefaultCallbacks` instance.
@@ -151,7 +228,8 @@ class RolloutWorker:
     Raises:
         ValueError: Unknown config keys or impossible combinations (one error naming all).
         TypeError: A ``policy_spec`` that is not a Policy subclass; an env that is neither
-            a gymnasium env nor a Cadence ``EnvBase``.
+            a gymnasium env, a Cadence ``EnvBase`` nor a ``MultiAgentEnv``; a bad entry of
+            ``multiagent.policies`` (names the policy id).
 
     Examples:
         >>> import gymnasium as gym
@@ -169,7 +247,9 @@ class RolloutWorker:
         worker_index: int = 0, num_workers: int = 0,
     ) -> None:
         config = dict(policy_config or {})
-        policy_cls, obs_space, act_space, extra_config = self._policy_spec(policy_spec)
+        multiagent = config.get("multiagent") or {}
+        has_policies = isinstance(multiagent, Mapping) and bool(multiagent.get("policies"))
+        policy_cls, obs_space, act_space, extra_config = self._policy_spec(policy_spec, optional=has_policies)
         config.update(extra_config)
         cfg = _check_config(config, policy_cls)
         self.policy_config = config
@@ -179,21 +259,39 @@ class RolloutWorker:
             env_creator(EnvContext(env_config, worker_index, vector_index, num_workers))
             for vector_index in range(cfg["num_envs_per_worker"])
         ]
+        multi = [isinstance(env, MultiAgentEnv) for env in self.envs]
         for i, env in enumerate(self.envs):
+            if multi[i]:
+                continue
             try:
                 self.envs[i] = as_gymnasium_env(env)
             except TypeError:
                 raise TypeError(
                     f"RolloutWorker: env_creator returned a {type(env).__name__} for env {i}; expected a "
-                    "gymnasium.Env or an unbatched Cadence EnvBase (MultiAgentEnv is not supported yet)"
+                    "gymnasium.Env, an unbatched Cadence EnvBase or a MultiAgentEnv"
                 ) from None
         self.env = self.envs[0]
+        if has_policies and not multi[0]:
+            raise ValueError(
+                f"RolloutWorker: multiagent.policies {sorted(multiagent['policies'])} needs an env_creator that "
+                f"returns a MultiAgentEnv; got a {type(self.envs[0]).__name__}"
+            )
         # RLlib's per-worker seed offset: workers of one trainer draw different episodes.
         seed = None if cfg["seed"] is None else cfg["seed"] + 1000 * worker_index
-        policy = policy_cls(obs_space or self.env.observation_space, act_space or self.env.action_space, config)
-        if not policy.loss_initialized:
-            policy._initialize_loss_from_dummy_batch()
-        self.policy_map: dict[str, Policy] = {DEFAULT_POLICY_ID: policy}
+        self.policy_mapping_fn: Callable[..., str] | None = multiagent.get("policy_mapping_fn")
+        if multi[0]:
+            specs = multiagent.get("policies") or {DEFAULT_POLICY_ID: None}
+            if not isinstance(specs, Mapping):
+                specs = {policy_id: None for policy_id in specs}
+            self.policy_map: dict[str, Policy] = {
+                policy_id: self._build_policy(policy_id, spec, policy_cls, obs_space, act_space, config)
+                for policy_id, spec in specs.items()
+            }
+        else:
+            self.policy_map = {
+                DEFAULT_POLICY_ID: self._ready(policy_cls(obs_space or self.env.observation_space,
+                                                          act_space or self.env.action_space, config))
+            }
         self.callbacks: DefaultCallbacks = cfg["callbacks"]()
         sampler_cls = AsyncSampler if cfg["sample_async"] else SyncSampler
         self.sampler: SyncSampler = sampler_cls(
@@ -201,15 +299,56 @@ class RolloutWorker:
             rollout_fragment_length=cfg["rollout_fragment_length"], batch_mode=cfg["batch_mode"],
             horizon=cfg["horizon"], soft_horizon=cfg["soft_horizon"], no_done_at_end=cfg["no_done_at_end"],
             seed=seed, clip_rewards=cfg["clip_rewards"], sample_collector_class=cfg["sample_collector"],
-            explore=cfg["explore"],
+            explore=cfg["explore"], policy_mapping_fn=self.policy_mapping_fn,
+            count_steps_by=multiagent.get("count_steps_by", "env_steps"),
         )
 
     @staticmethod
-    def _policy_spec(spec: Any) -> tuple[type, gym.Space | None, gym.Space | None, dict[str, Any]]:
+    def _ready(policy: Policy) -> Policy:
+        if not policy.loss_initialized:
+            policy._initialize_loss_from_dummy_batch()
+        return policy
+
+    def _agent_spaces(self, policy_id: str) -> tuple[gym.Space | None, gym.Space | None]:
+        """The spaces of the first agent mapped to ``policy_id`` (the env's own if shared)."""
+        env = self.env
+        agent_ids = env.get_agent_ids()
+        obs_space, act_space = getattr(env, "observation_space", None), getattr(env, "action_space", None)
+        for agent_id in sorted(agent_ids, key=repr):
+            mapped = (DEFAULT_POLICY_ID if self.policy_mapping_fn is None
+                      else self.policy_mapping_fn(agent_id, None, worker=self))
+            if mapped == policy_id:
+                return agent_space(obs_space, agent_id, agent_ids), agent_space(act_space, agent_id, agent_ids)
+        per_agent = [isinstance(space, gym.spaces.Dict) and bool(agent_ids) and set(space.spaces) <= agent_ids
+                     for space in (obs_space, act_space)]
+        return (None if per_agent[0] else obs_space, None if per_agent[1] else act_space)
+
+    def _build_policy(self, policy_id: str, spec: Any, default_cls: type | None, obs_space: Any, act_space: Any,
+                      config: Mapping[str, Any]) -> Policy:
+        cls, own_obs, own_act, own_config = _parse_policy_spec(policy_id, spec)
+        cls = cls or default_cls
+        if cls is None:
+            raise TypeError(f"multiagent.policies[{policy_id!r}]: no policy class given and no policy_spec to "
+                            "default to; expected a Policy subclass")
+        env_obs, env_act = (None, None) if own_obs is not None and own_act is not None else self._agent_spaces(policy_id)
+        observation_space, action_space = own_obs or obs_space or env_obs, own_act or act_space or env_act
+        if observation_space is None or action_space is None:
+            raise ValueError(
+                f"multiagent.policies[{policy_id!r}]: no {'observation' if observation_space is None else 'action'} "
+                f"space given, and no agent of {sorted(map(repr, self.env.get_agent_ids()))} is mapped to it by "
+                "policy_mapping_fn to take it from; expected (cls, obs_space, act_space, config)"
+            )
+        return self._ready(cls(observation_space, action_space, {**config, **own_config}))
+
+    @staticmethod
+    def _policy_spec(spec: Any, optional: bool = False) -> tuple[Any, gym.Space | None, gym.Space | None,
+                                                                  dict[str, Any]]:
         if isinstance(spec, (tuple, list)) and len(spec) == 4:
             cls, obs_space, act_space, config = spec
         else:
             cls, obs_space, act_space, config = spec, None, None, None
+        if cls is None and optional:
+            return None, obs_space, act_space, dict(config or {})
         if not (isinstance(cls, type) and issubclass(cls, Policy)):
             raise TypeError(
                 f"RolloutWorker: policy_spec must be a Policy subclass or (cls, obs_space, act_space, config); "
@@ -217,7 +356,7 @@ class RolloutWorker:
             )
         return cls, obs_space, act_space, dict(config or {})
 
-    def sample(self) -> SampleBatch:
+    def sample(self) -> SampleBatch | MultiAgentBatch:
         """One rollout (see :class:`SyncSampler`), after ``on_sample_end``.
 
         Examples:
@@ -273,7 +412,7 @@ class RolloutWorker:
                 raise KeyError(f"set_weights: no policy {policy_id!r}; this worker has {sorted(self.policy_map)}")
             self.policy_map[policy_id].set_weights(policy_weights)
 
-    def learn_on_batch(self, samples: SampleBatch) -> dict[str, Any]:
+    def learn_on_batch(self, samples: SampleBatch | MultiAgentBatch) -> dict[str, Any]:
         """Trains the policy on ``samples``; returns ``{policy_id: learner info}``.
 
         Examples:
@@ -285,6 +424,9 @@ class RolloutWorker:
             ...
             NotImplementedError: RandomPolicy.learn_on_batch(): the default makes one gradient step on loss() ...
         """
+        if isinstance(samples, MultiAgentBatch):
+            return {policy_id: self.policy_map[policy_id].learn_on_batch(batch)
+                    for policy_id, batch in samples.policy_batches.items()}
         return {DEFAULT_POLICY_ID: self.policy_map[DEFAULT_POLICY_ID].learn_on_batch(samples)}
 
     def stop(self) -> None:

@@ -18,6 +18,23 @@ from 0) goes on from the current observation. With ``no_done_at_end`` no done is
 written, and envs are still reset. A horizon above a gymnasium ``TimeLimit``'s
 ``max_episode_steps`` raises that limit (the seed).
 
+Multi-agent (envs that are :class:`~cadence.interop.rllib.multi_agent_env.MultiAgentEnv`):
+each env is wrapped in a :class:`~cadence.interop.rllib.multi_agent_env.MultiAgentEnvChecker`
+(a break of the contract is an error at the step it happens). Each agent's policy is
+``policy_mapping_fn(agent_id, episode, worker=...)`` (asked once per agent and episode);
+each step calls every policy once, for all the agents (of all envs) mapped to it that are
+in the last obs and not done. An agent's transition (its action, then the reward, done
+flags, infos and obs it gets the next time it is in an obs) is recorded when that obs
+comes, so agents may act in turns; an agent first seen mid-episode starts there
+(``t`` 0); a done agent is not asked again while the others go on. At the episode's end
+the env must give the last obs of every live agent (an error otherwise, as in RLlib);
+with ``no_done_at_end``, or at a ``horizon`` cut, an agent that acted but is not in the
+last obs loses that last action (there is no outcome to record). The
+fragment length counts env steps or agent steps (``count_steps_by``; a build happens at
+the first env step that reaches it, so agents acting together can pass it), and
+``get_data`` returns a :class:`MultiAgentBatch` whose ``env_steps()`` are the env steps
+it covers (a plain SampleBatch if ``"default_policy"`` is the only policy).
+
 Envs are gymnasium envs; an unbatched Cadence ``EnvBase`` is wrapped by
 :func:`~cadence.interop.rllib.env_adapter.as_gymnasium_env` (one ``"observation"`` entry;
 its own time limit cannot be raised by a horizon).
@@ -41,7 +58,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -50,6 +67,8 @@ import numpy as np
 from cadence.interop.rllib.callbacks import DefaultCallbacks
 from cadence.interop.rllib.env_adapter import as_gymnasium_env
 from cadence.interop.rllib.collectors import Episode, SampleCollector, SimpleListCollector, _to_numpy
+from cadence.interop.rllib.multi_agent_batch import MultiAgentBatch
+from cadence.interop.rllib.multi_agent_env import ALL_KEY, MultiAgentEnv, MultiAgentEnvChecker
 from cadence.interop.rllib.sample_batch import DEFAULT_POLICY_ID, SampleBatch, concat_samples
 
 __all__ = ["AsyncSampler", "BATCH_MODES", "SyncSampler", "raise_time_limit"]
@@ -103,11 +122,16 @@ class SyncSampler:
         clip_rewards: As :class:`SimpleListCollector`.
         sample_collector_class: The :class:`SampleCollector` subclass to use.
         explore: Passed to ``compute_actions_from_input_dict``.
+        policy_mapping_fn: Multi-agent: ``fn(agent_id, episode, worker=...) -> policy_id``
+            (``None``: every agent to ``"default_policy"``).
+        count_steps_by: ``"env_steps"`` or ``"agent_steps"``: the unit of
+            ``rollout_fragment_length``.
 
     Raises:
         ValueError: No envs, an unknown batch mode, a fragment length below 1,
             ``soft_horizon`` without ``horizon``, a horizon below 1.
-        TypeError: An env that is neither a gymnasium env nor a Cadence ``EnvBase``.
+        TypeError: An env that is neither a gymnasium env nor a Cadence ``EnvBase``;
+            MultiAgentEnvs mixed with single-agent envs.
 
     Examples:
         >>> import gymnasium as gym
@@ -127,11 +151,23 @@ class SyncSampler:
         batch_mode: str = "truncate_episodes", horizon: int | None = None, soft_horizon: bool = False,
         no_done_at_end: bool = False, seed: int | None = None, clip_rewards: bool | float | None = None,
         sample_collector_class: type[SampleCollector] = SimpleListCollector, explore: bool = True,
+        policy_mapping_fn: Callable[..., str] | None = None, count_steps_by: str = "env_steps",
     ) -> None:
         if not envs:
             raise ValueError("SyncSampler: envs is empty; expected at least one gymnasium env")
+        multi = [isinstance(env, (MultiAgentEnv, MultiAgentEnvChecker)) for env in envs]
+        if any(multi) and not all(multi):
+            raise TypeError(
+                f"SyncSampler: envs mix MultiAgentEnvs (indices {[i for i, m in enumerate(multi) if m]}) and "
+                "single-agent envs; expected one kind"
+            )
+        self.multi_agent = all(multi)
         wrapped = []
         for i, env in enumerate(envs):
+            if self.multi_agent:  # checked at every step: a break of the contract is named where it happens
+                wrapped.append(env if isinstance(env, MultiAgentEnvChecker)
+                               else MultiAgentEnvChecker(env, require_last_obs=not no_done_at_end))
+                continue
             try:
                 wrapped.append(as_gymnasium_env(env))
             except TypeError as error:
@@ -144,10 +180,12 @@ class SyncSampler:
             raise ValueError(f"horizon: expected an int >= 1 or None, got {horizon!r}")
         if soft_horizon and horizon is None:
             raise ValueError("soft_horizon=True needs a horizon; got horizon=None")
-        if DEFAULT_POLICY_ID not in policy_map or len(policy_map) != 1:
+        if self.multi_agent and not policy_map:
+            raise ValueError("policy_map: expected at least one policy for a MultiAgentEnv, got none")
+        if not self.multi_agent and (DEFAULT_POLICY_ID not in policy_map or len(policy_map) != 1):
             raise ValueError(
                 f"policy_map: single-agent sampling expects exactly {{{DEFAULT_POLICY_ID!r}: policy}}, "
-                f"got {sorted(policy_map)} (multi-agent is not supported yet)"
+                f"got {sorted(policy_map)} (multi-agent sampling with several policies needs a MultiAgentEnv)"
             )
         self.envs = wrapped
         self.policy_map = policy_map
@@ -166,18 +204,37 @@ class SyncSampler:
         self.collector = sample_collector_class(
             policy_map, clip_rewards, self.callbacks, multiple_episodes_in_batch=truncate,
             rollout_fragment_length=rollout_fragment_length * len(self.envs) if truncate else 2**62,
-            worker=worker,
+            count_steps_by=count_steps_by, worker=worker,
         )
+        self.policy_mapping_fn = policy_mapping_fn
         self._episodes: list[Episode | None] = [None] * len(self.envs)
+        # Multi-agent: per env, the agents that acted and wait for their next obs -> the step's values.
+        self._acted: list[dict[Any, dict[str, Any]]] = [{} for _ in self.envs]
         self._first_reset = True
 
     def _new_episode_id(self) -> int:
         return int(self._rng.integers(0, 2**31 - 1))
 
+    def _policy_id(self, episode: Episode, agent_id: Any) -> str:
+        policy_id = episode.policy_for(agent_id)
+        if policy_id not in self.policy_map:
+            raise KeyError(
+                f"policy_mapping_fn mapped agent {agent_id!r} to policy {policy_id!r}, which is not in the "
+                f"policies {sorted(self.policy_map)}"
+            )
+        return policy_id
+
     def _start_episode(self, env_id: int, obs: Any) -> None:
-        episode = Episode(self._new_episode_id(), env_id)
+        episode = Episode(self._new_episode_id(), env_id, self.policy_mapping_fn, self.worker)
         self._episodes[env_id] = episode
-        self.collector.add_init_obs(episode, 0, env_id, DEFAULT_POLICY_ID, 0, obs)
+        if self.multi_agent:
+            self._acted[env_id] = {}
+            asked = self.envs[env_id].asked  # the agents in obs that are not done, in the obs' order
+            for agent_id in [agent_id for agent_id in obs if agent_id in asked]:
+                self.collector.add_init_obs(
+                    episode, agent_id, env_id, self._policy_id(episode, agent_id), 0, obs[agent_id])
+        else:
+            self.collector.add_init_obs(episode, 0, env_id, DEFAULT_POLICY_ID, 0, obs)
         self.callbacks.on_episode_start(
             worker=self.worker, base_env=self.envs, policies=self.policy_map, episode=episode, env_index=env_id
         )
@@ -190,11 +247,13 @@ class SyncSampler:
             obs, _ = env.reset()
         return obs
 
-    def _step(self) -> list[SampleBatch]:
-        """One env step in every env; returns the batches built (complete mode: finished episodes)."""
-        policy = self.policy_map[DEFAULT_POLICY_ID]
-        input_dict = self.collector.get_inference_input_dict(DEFAULT_POLICY_ID)
-        keys = self.collector.forward_pass_agent_keys[DEFAULT_POLICY_ID]
+    def _compute(self, policy_id: str) -> tuple[list[tuple[int, Any, int]], Any, list[Any], dict[str, Any]]:
+        """One policy call for all agents queued for ``policy_id``: (keys, actions, state outs, extras)."""
+        policy = self.policy_map[policy_id]
+        input_dict = self.collector.get_inference_input_dict(policy_id)
+        keys = self.collector.forward_pass_agent_keys[policy_id]
+        if not keys:
+            return keys, None, [], {}
         episodes = [self._episodes[env_id] for _, _, env_id in keys]
         actions, state_outs, extra = policy.compute_actions_from_input_dict(
             input_dict, explore=self.explore, timestep=policy.global_timestep, episodes=episodes
@@ -213,7 +272,14 @@ class SyncSampler:
                 f"compute_actions_from_input_dict returned actions of shape {actions.shape} for {len(keys)} envs; "
                 "expected one per row of the input dict (shape [B, ...])"
             )
-        built: list[SampleBatch] = []
+        return keys, actions, state_outs, extra
+
+    def _step(self) -> list[SampleBatch | MultiAgentBatch]:
+        """One env step in every env; returns the batches built (complete mode: finished episodes)."""
+        if self.multi_agent:
+            return self._step_multi_agent()
+        keys, actions, state_outs, extra = self._compute(DEFAULT_POLICY_ID)
+        built: list[SampleBatch | MultiAgentBatch] = []
         for row, (episode_id, agent_id, env_id) in enumerate(keys):
             episode = self._episodes[env_id]
             action = actions[row]
@@ -253,10 +319,74 @@ class SyncSampler:
             built.extend(self.collector.try_build_truncated_episode_multi_agent_batch())
         return built
 
+    def _step_multi_agent(self) -> list[SampleBatch | MultiAgentBatch]:
+        """The multi-agent step: one policy call per policy, then each env steps with its action dict."""
+        action_dicts: list[dict[Any, Any]] = [{} for _ in self.envs]
+        for policy_id in self.policy_map:
+            keys, actions, state_outs, extra = self._compute(policy_id)
+            for row, (_, agent_id, env_id) in enumerate(keys):
+                values: dict[str, Any] = {SB.ACTIONS: actions[row]}
+                values.update({f"state_out_{i}": state[row] for i, state in enumerate(state_outs)})
+                values.update({key: value[row] for key, value in extra.items()})
+                action_dicts[env_id][agent_id] = actions[row]
+                self._acted[env_id][agent_id] = values
+        built: list[SampleBatch | MultiAgentBatch] = []
+        for env_id, env in enumerate(self.envs):
+            episode = self._episodes[env_id]
+            obs, rewards, terminateds, truncateds, infos = env.step(action_dicts[env_id])
+            all_done = bool(terminateds[ALL_KEY]) or bool(truncateds[ALL_KEY])
+            hit_horizon = self.horizon is not None and episode.length + 1 >= self.horizon and not all_done
+            soft_cut = hit_horizon and self.soft_horizon
+            over = all_done or hit_horizon
+            acted = self._acted[env_id]
+            for agent_id, agent_obs in obs.items():
+                policy_id = self._policy_id(episode, agent_id)
+                reward = float(rewards.get(agent_id, 0.0))
+                episode.total_reward += reward
+                reward_key = (agent_id, policy_id)
+                episode.agent_rewards[reward_key] = episode.agent_rewards.get(reward_key, 0.0) + reward
+                terminated = bool(terminateds.get(agent_id, False)) or bool(terminateds[ALL_KEY])
+                truncated = bool(truncateds.get(agent_id, False)) or bool(truncateds[ALL_KEY])
+                truncated = truncated or (hit_horizon and not soft_cut)
+                agent_done = terminated or truncated or over
+                values = acted.pop(agent_id, None)
+                if values is None:  # an agent that joins: its first obs (nothing to record if already done)
+                    if not agent_done:
+                        self.collector.add_init_obs(episode, agent_id, env_id, policy_id, 0, agent_obs)
+                    continue
+                values.update({
+                    SB.REWARDS: reward, SB.NEXT_OBS: agent_obs, SB.INFOS: infos.get(agent_id, {}),
+                    SB.TERMINATEDS: terminated and not self.no_done_at_end,
+                    SB.TRUNCATEDS: truncated and not self.no_done_at_end,
+                })
+                self.collector.add_action_reward_next_obs(
+                    episode.episode_id, agent_id, env_id, policy_id, agent_done, values)
+            self.collector.episode_step(episode)
+            self.callbacks.on_episode_step(
+                worker=self.worker, base_env=self.envs, policies=self.policy_map, episode=episode, env_index=env_id
+            )
+            if not over:
+                continue
+            # Agents that acted but got no obs by a horizon cut (or with no_done_at_end): no outcome to record.
+            batch = self.collector.postprocess_episode(
+                episode, is_done=True, build=self.batch_mode == "complete_episodes")
+            if batch is not None:
+                built.append(batch)
+            self.callbacks.on_episode_end(
+                worker=self.worker, base_env=self.envs, policies=self.policy_map, episode=episode, env_index=env_id
+            )
+            if soft_cut:  # the env goes on: the agents asked next start a new logical episode
+                self._start_episode(env_id, obs)
+            else:
+                self._start_episode(env_id, self._reset(env_id))
+        if self.batch_mode == "truncate_episodes":
+            built.extend(self.collector.try_build_truncated_episode_multi_agent_batch())
+        return built
+
     def _keep_going(self) -> bool:
         return True
 
-    def get_data(self) -> SampleBatch:
+    def get_data(self) -> SampleBatch | MultiAgentBatch:
         """Samples one rollout (see the module): a fragment per env, or whole episodes.
 
         Returns:
@@ -275,7 +405,7 @@ class SyncSampler:
             if episode is None:
                 self._start_episode(env_id, self._reset(env_id))
         self._first_reset = False
-        batches: list[SampleBatch] = []
+        batches: list[SampleBatch | MultiAgentBatch] = []
         while not batches:
             if not self._keep_going():  # an AsyncSampler being stopped: leave mid-rollout
                 return SampleBatch()
@@ -336,7 +466,7 @@ class AsyncSampler(SyncSampler):
         except BaseException as error:  # handed to the caller, who re-raises it
             self._put(error)
 
-    def get_data(self, timeout: float | None = None) -> SampleBatch:
+    def get_data(self, timeout: float | None = None) -> SampleBatch | MultiAgentBatch:
         """The next batch from the background thread (started on the first call).
 
         Args:
