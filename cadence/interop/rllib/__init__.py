@@ -10,7 +10,9 @@ sampling: :class:`RolloutWorker`, :class:`SyncSampler` / :class:`AsyncSampler`, 
 :class:`SimpleListCollector` (one list per collected column, observations stored once)
 and :class:`DefaultCallbacks` (gymnasium envs, Cadence envs, and :class:`MultiAgentEnv`
 with several policies, checked by :class:`MultiAgentEnvChecker`); and
-:mod:`cadence.interop.rllib.algorithms.ppo` (``DEFAULT_CONFIG``, ``PPOTorchPolicy``).
+:mod:`cadence.interop.rllib.algorithms.ppo` (``DEFAULT_CONFIG``, ``PPOTorchPolicy``). Native
+Cadence batches get the same views: :func:`add_views` (a collector's TensorDicts,
+:class:`TrajectoryViews` as its ``postproc``) and :func:`add_slice_views` (replay-buffer slices).
 
 Examples:
     >>> import numpy as np
@@ -33,6 +35,7 @@ from cadence.interop.rllib.sample_batch import SampleBatch, concat_samples
 from cadence.interop.rllib.rollout_worker import RolloutWorker
 from cadence.interop.rllib.sampler import AsyncSampler, SyncSampler
 from cadence.interop.rllib.view_requirement import ViewRequirement
+from cadence.interop.rllib.views import SliceViews, TrajectoryViews, ViewCarry, add_slice_views, add_views
 
 __all__ = [
     "AsyncSampler",
@@ -49,8 +52,13 @@ __all__ = [
     "SampleBatch",
     "SampleCollector",
     "SimpleListCollector",
+    "SliceViews",
     "SyncSampler",
+    "TrajectoryViews",
+    "ViewCarry",
     "ViewRequirement",
+    "add_slice_views",
+    "add_views",
     "chop_into_sequences",
     "concat_samples",
     "override",
