@@ -38,7 +38,7 @@ from cadence.envs.gym_like import GymLikeEnv
 from cadence.envs.libs.gym_backend import gym_backend, set_gym_backend
 from cadence.envs.libs.gym_rollout import fast_gym_rollout
 
-__all__ = ["GymEnv", "GymWrapper", "gym_backend", "set_gym_backend", "space_to_spec"]
+__all__ = ["GymEnv", "GymWrapper", "gym_backend", "set_gym_backend", "space_to_spec", "spec_to_space"]
 
 _WRAPPER_KWARGS = (
     "categorical_action_encoding",
@@ -119,6 +119,63 @@ def space_to_spec(
             device=device,
         )
     return NonTensor(shape=batch_size, device=device)
+
+
+def spec_to_space(spec: TensorSpec) -> Any:
+    """A gymnasium space holding what a Cadence spec holds (the inverse of :func:`space_to_spec`),
+    in the dtypes other RL libraries' spaces use.
+
+    ``Categorical`` and ``OneHot`` give ``Discrete`` (DI-engine's actions are indices),
+    ``MultiCategorical``/``MultiOneHot`` ``MultiDiscrete``, ``Binary`` ``MultiBinary``,
+    ``Bounded``/``Unbounded`` ``Box`` (float64 as float32, integers as int64, uint8 kept),
+    ``Composite`` a ``Dict``.
+
+    Args:
+        spec: an unbatched spec.
+
+    Returns:
+        The space.
+
+    Raises:
+        TypeError: for a spec with no space (``NonTensor``), naming it.
+
+    Examples:
+        >>> from cadence.data import Bounded, Categorical
+        >>> spec_to_space(Categorical(3))
+        Discrete(3)
+        >>> spec_to_space(Bounded(-1.0, 1.0, shape=(2,)))
+        Box(-1.0, 1.0, (2,), float32)
+    """
+    spaces = gym_backend("spaces")
+    if isinstance(spec, Composite):
+        return spaces.Dict({key: spec_to_space(sub) for key, sub in spec.items()})
+    if isinstance(spec, (Categorical, OneHot)):
+        return spaces.Discrete(int(spec.space.n))
+    if isinstance(spec, (MultiCategorical, MultiOneHot)):
+        nvec = spec.nvec if isinstance(spec, MultiCategorical) else torch.as_tensor(spec.space.nvec)
+        return spaces.MultiDiscrete(np.asarray(nvec, dtype=np.int64))
+    if isinstance(spec, Binary):
+        return spaces.MultiBinary(list(spec.shape))
+    if isinstance(spec, (Bounded, Unbounded)):
+        dtype = _contract_np_dtype(spec.dtype)
+        shape = tuple(spec.shape)
+        if isinstance(spec, Bounded):
+            low = spec.low.detach().cpu().numpy().astype(dtype)
+            high = spec.high.detach().cpu().numpy().astype(dtype)
+        else:
+            info = np.finfo(dtype) if np.issubdtype(dtype, np.floating) else np.iinfo(dtype)
+            low, high = (-np.inf, np.inf) if np.issubdtype(dtype, np.floating) else (info.min, info.max)
+        return spaces.Box(low, high, shape, dtype)
+    raise TypeError(f"spec_to_space: {type(spec).__name__} has no gymnasium space ({spec})")
+
+
+def _contract_np_dtype(dtype: torch.dtype) -> np.dtype:
+    np_dtype = torch.empty(0, dtype=dtype).numpy().dtype
+    if np_dtype == np.uint8:
+        return np_dtype
+    if np.issubdtype(np_dtype, np.floating):
+        return np.dtype(np.float32)
+    return np.dtype(np.int64)
 
 
 def _hot_index(one_hot: torch.Tensor) -> np.ndarray:

@@ -29,21 +29,11 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
-from tensordict import TensorDict, TensorDictBase
+from tensordict import TensorDictBase
 
-from cadence.data import (
-    Binary,
-    Bounded,
-    Categorical,
-    Composite,
-    MultiCategorical,
-    MultiOneHot,
-    OneHot,
-    TensorSpec,
-    Unbounded,
-)
+from cadence.data import MultiOneHot, OneHot
 from cadence.envs.common import EnvBase
-from cadence.envs.libs.gym import GymWrapper
+from cadence.envs.libs.gym import GymWrapper, spec_to_space
 from cadence.interop.ding.base_env import SEED_MAX, BaseEnv
 from cadence.interop.ding.data import BaseEnvTimestep
 from cadence.interop.ding.ding_env_wrapper import DingEnvWrapper
@@ -52,7 +42,6 @@ from cadence.interop.ding.rules import (
     DataRuleError,
     SPACE_RULE,
     check_done,
-    check_in_space,
     check_info,
     check_obs,
     check_reward,
@@ -433,61 +422,6 @@ def as_ding_env(env: EnvBase | Callable[[], EnvBase], cfg: Mapping[str, Any] | N
         ((4,), Discrete(2))
     """
     return CadenceDingEnv(env, cfg)
-
-
-def spec_to_space(spec: TensorSpec) -> gym.Space:
-    """A gymnasium space holding what a Cadence spec holds (the inverse of ``space_to_spec``).
-
-    ``Categorical`` and ``OneHot`` give ``Discrete`` (DI-engine's actions are indices),
-    ``MultiCategorical``/``MultiOneHot`` ``MultiDiscrete``, ``Binary`` ``MultiBinary``,
-    ``Bounded``/``Unbounded`` ``Box`` (float64 as float32, integers as int64, uint8 kept),
-    ``Composite`` a ``Dict``.
-
-    Args:
-        spec: an unbatched spec.
-
-    Returns:
-        The space.
-
-    Raises:
-        TypeError: for a spec with no space (``NonTensor``), naming it.
-
-    Examples:
-        >>> from cadence.data import Bounded, Categorical
-        >>> spec_to_space(Categorical(3))
-        Discrete(3)
-        >>> spec_to_space(Bounded(-1.0, 1.0, shape=(2,)))
-        Box(-1.0, 1.0, (2,), float32)
-    """
-    if isinstance(spec, Composite):
-        return gym.spaces.Dict({key: spec_to_space(sub) for key, sub in spec.items()})
-    if isinstance(spec, (Categorical, OneHot)):
-        return gym.spaces.Discrete(int(spec.space.n))
-    if isinstance(spec, (MultiCategorical, MultiOneHot)):
-        nvec = spec.nvec if isinstance(spec, MultiCategorical) else torch.as_tensor(spec.space.nvec)
-        return gym.spaces.MultiDiscrete(np.asarray(nvec, dtype=np.int64))
-    if isinstance(spec, Binary):
-        return gym.spaces.MultiBinary(list(spec.shape))
-    if isinstance(spec, (Bounded, Unbounded)):
-        dtype = _contract_np_dtype(spec.dtype)
-        shape = tuple(spec.shape)
-        if isinstance(spec, Bounded):
-            low = spec.low.detach().cpu().numpy().astype(dtype)
-            high = spec.high.detach().cpu().numpy().astype(dtype)
-        else:
-            info = np.finfo(dtype) if np.issubdtype(dtype, np.floating) else np.iinfo(dtype)
-            low, high = (-np.inf, np.inf) if np.issubdtype(dtype, np.floating) else (info.min, info.max)
-        return gym.spaces.Box(low, high, shape, dtype)
-    raise TypeError(f"spec_to_space: {type(spec).__name__} has no gymnasium space ({spec})")
-
-
-def _contract_np_dtype(dtype: torch.dtype) -> np.dtype:
-    np_dtype = torch.empty(0, dtype=dtype).numpy().dtype
-    if np_dtype == np.uint8:
-        return np_dtype
-    if np.issubdtype(np_dtype, np.floating):
-        return np.dtype(np.float32)
-    return np.dtype(np.int64)
 
 
 def _contract_array(value: torch.Tensor) -> np.ndarray:

@@ -15,7 +15,8 @@ and shown is decided by the policy's ``view_requirements``:
   reading the end of an earlier fragment of the same episode through ``before``, so that
   ``prev_actions`` at a fragment's first step is the real previous action. Steps before
   the episode start, and the future past a fragment's end (e.g. ``next_actions`` at its
-  last step), are zeros from the view's space. After postprocessing (and the
+  last step), are zeros from the view's space (views on ``state_out_*``: the policy's
+  initial state before the episode start, as RLlib). After postprocessing (and the
   ``on_postprocess_trajectory`` callback), the columns whose view has
   ``used_for_training=False`` are dropped.
 
@@ -26,9 +27,10 @@ agent's fragment is built first, then each is postprocessed with the others' as
 Batches are grouped per policy into a :class:`MultiAgentBatch` (a plain SampleBatch when
 ``"default_policy"`` is the only policy). A truncated build happens once
 ``rollout_fragment_length`` env steps or agent steps (``count_steps_by``; an agent step is
-one recorded transition) are collected. Not supported yet: views with
-``batch_repeat_value > 1`` (recurrent ``state_in`` with ``seq_lens``), views on ``infos``
-with a shift, nested (dict/tuple) observations.
+one recorded transition) are collected. Recurrent state (``state_in_*`` views with
+``batch_repeat_value``, ``seq_lens``, the initial state before an episode start) and shifted
+views on ``infos`` follow :mod:`cadence.interop.rllib.recurrent`. Not supported yet: nested
+(dict/tuple) observations.
 
 Examples:
     >>> import gymnasium as gym, numpy as np
@@ -59,6 +61,7 @@ import torch
 
 from cadence.interop.rllib.callbacks import DefaultCallbacks
 from cadence.interop.rllib.multi_agent_batch import MultiAgentBatch
+from cadence.interop.rllib.recurrent import infos_view, initial_states, repeat_value, sequence_lengths, state_prefix
 from cadence.interop.rllib.sample_batch import SampleBatch, concat_samples
 from cadence.interop.rllib.view_requirement import ViewRequirement, episode_view
 
@@ -283,7 +286,8 @@ class _AgentCollector:
     """The lists of one (episode, agent). ``obs`` has one more entry than the step columns."""
 
     def __init__(self, episode: Episode, agent_id: Any, env_id: int, policy_id: str, t: int,
-                 unroll_id: int, columns: set[str], init_obs: Any) -> None:
+                 unroll_id: int, columns: set[str], init_obs: Any,
+                 initial: Mapping[str, np.ndarray] | None = None) -> None:
         self.episode, self.agent_id, self.env_id, self.policy_id = episode, agent_id, env_id, policy_id
         self.unroll_id = unroll_id
         self.columns = columns
@@ -293,6 +297,8 @@ class _AgentCollector:
         self.steps = 0  # steps in the lists (after trimming)
         self.start = 0  # the first step not yet in a built fragment
         self.t0 = int(t)  # the episode timestep of list position 0
+        self.initial = dict(initial or {})  # state_out_i -> the initial state (read before the start)
+        self.dropped = 0  # steps trimmed off the lists' front
 
     def add(self, values: Mapping[str, Any]) -> None:
         for key, value in values.items():
@@ -329,43 +335,58 @@ class _AgentCollector:
         data_col, buffer = self._source(view_col, view)
         if buffer is None:
             return episode_view(view, self.sampler_column(data_col, t + 1), timesteps=[t], view_col=view_col)[0]
+        if data_col == SB.INFOS:  # dicts, {} outside the steps
+            return infos_view(view_col, view, buffer, t, 1)[0]
         shifts = view.shift_arr
         # Only the few entries the window reads are converted (no O(T) copy per step).
         lo, hi = max(0, t + int(shifts.min())), min(len(buffer), t + int(shifts.max()) + 1)
+        prefix = self._prefix(data_col, -(t + int(shifts.min())))
+        if prefix is not None:  # recurrent state before the episode start: the initial state
+            window = np.asarray(buffer[lo:hi], dtype=prefix.dtype).reshape((-1,) + prefix.shape[1:])
+            window = np.concatenate([prefix, window])
+            return episode_view(view, window, timesteps=[t - lo + len(prefix)], view_col=view_col)[0]
         if hi <= lo:
             fill = _zeros(view, buffer[0] if buffer else None)
             return np.stack([fill] * len(shifts)) if view.multiple_shifts else fill
         window = np.asarray(buffer[lo:hi], dtype=_DTYPES.get(data_col))
         return episode_view(view, window, timesteps=[t - lo], view_col=view_col)[0]
 
+    def _prefix(self, data_col: str, depth: int) -> np.ndarray | None:
+        """``depth`` initial states for a state column read before the episode start, else None."""
+        if depth <= 0 or self.dropped or data_col not in self.initial:
+            return None
+        return state_prefix(self.initial[data_col], depth)
+
     def build(self, views: Mapping[str, ViewRequirement]) -> SampleBatch:
-        """The fragment ``[start, steps)`` with every view; ``before`` is the earlier data kept."""
+        """The fragment ``[start, steps)`` with every view; ``before`` is the earlier data kept.
+
+        With ``state_in_*`` views of ``batch_repeat_value=R > 1``, the fragment gets
+        ``seq_lens`` (sequences of ``R`` steps from its start, the last one shorter).
+        """
         start, n = self.start, self.steps - self.start
+        max_seq_len = repeat_value(views)
         arrays: dict[str, np.ndarray] = {}
         columns: dict[str, Any] = {}
         for view_col, view in views.items():
-            if view.batch_repeat_value != 1:
-                raise NotImplementedError(
-                    f"view {view_col!r}: batch_repeat_value={view.batch_repeat_value} (recurrent state "
-                    "with seq_lens) is not supported by SimpleListCollector yet; expected 1"
-                )
             source = view.data_col or view_col
             if self.steps and source not in self.buffers and source not in _SAMPLER_COLUMNS:
                 continue  # a column postprocessing writes (advantages, ...): RLlib skips its view here too
             data_col, buffer = self._source(view_col, view)
-            if data_col == SB.INFOS:
-                if view.multiple_shifts or view.shift != 0:
-                    raise NotImplementedError(f"view {view_col!r}: a shifted view on 'infos' is not supported")
-                columns[view_col] = list(buffer[start:start + n])
+            if data_col == SB.INFOS:  # dicts: shifted reads outside the kept steps are {}
+                columns[view_col] = infos_view(view_col, view, buffer, start, n)
                 continue
             if data_col not in arrays:
                 arrays[data_col] = (self.sampler_column(data_col, self.steps) if buffer is None
                                     else np.asarray(buffer, dtype=_DTYPES.get(data_col)))
             data = arrays[data_col]
-            columns[view_col] = episode_view(
-                view, data[start:], num_steps=n, before=data[:start] if start else None, view_col=view_col
-            )
-        return SampleBatch(columns)
+            before = data[:start] if start else None
+            prefix = self._prefix(data_col, -int(view.shift_arr.min()))
+            if prefix is not None:
+                before = prefix.astype(data.dtype) if before is None else np.concatenate([prefix.astype(data.dtype), before])
+            columns[view_col] = episode_view(view, data[start:], num_steps=n, before=before, view_col=view_col)
+        if max_seq_len == 1:
+            return SampleBatch(columns)
+        return SampleBatch(columns, seq_lens=sequence_lengths(n, max_seq_len), _max_seq_len=max_seq_len)
 
     def advance(self, keep: int) -> None:
         """Marks everything built and drops what no view can look back to any more."""
@@ -377,6 +398,7 @@ class _AgentCollector:
             self.start -= drop
             self.steps -= drop
             self.t0 += drop
+            self.dropped += drop
 
 
 class SimpleListCollector(SampleCollector):
@@ -456,7 +478,8 @@ class SimpleListCollector(SampleCollector):
         self._episodes[episode.episode_id] = episode
         episode.last_observation = init_obs
         self._agents[(episode.episode_id, agent_id)] = _AgentCollector(
-            episode, agent_id, env_id, policy_id, t, self._unroll_id(), columns, init_obs
+            episode, agent_id, env_id, policy_id, t, self._unroll_id(), columns, init_obs,
+            initial_states(self.policy_map[policy_id]),
         )
         self._queued.setdefault(policy_id, []).append((episode.episode_id, agent_id))
 

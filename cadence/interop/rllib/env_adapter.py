@@ -28,7 +28,7 @@ import torch
 
 from cadence.data import MultiOneHot, OneHot
 from cadence.envs.common import EnvBase
-from cadence.interop.ding.adapters import spec_to_space
+from cadence.envs.libs.gym import spec_to_space
 
 __all__ = ["CadenceGymnasiumEnv", "as_gymnasium_env"]
 
