@@ -58,6 +58,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from cadence.interop._contracts import require_methods
 from cadence.interop.ding.data import BaseEnvTimestep, to_ndarray
 
 try:
@@ -132,13 +133,7 @@ class BaseEnv:
         super().__init_subclass__(**kwargs)
         if abstract:
             return
-        missing = [name for name in _REQUIRED if getattr(cls, name) is getattr(BaseEnv, name)]
-        if missing:
-            names = ", ".join(f"{name}()" for name in missing)
-            raise TypeError(
-                f"{cls.__name__} must define {names} (BaseEnv's contract); "
-                f"declare `class {cls.__name__}(BaseEnv, abstract=True)` for a base class"
-            )
+        require_methods(cls, BaseEnv, _REQUIRED)
 
     def __init__(self, cfg: Mapping[str, Any] | None = None) -> None:
         """Keeps the config and makes no simulator (lazy init).

@@ -59,6 +59,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from cadence.interop._contracts import require_methods
 from cadence.interop.rllib.callbacks import DefaultCallbacks
 from cadence.interop.rllib.multi_agent_batch import MultiAgentBatch
 from cadence.interop.rllib.recurrent import infos_view, initial_states, repeat_value, sequence_lengths, state_prefix
@@ -178,13 +179,7 @@ class SampleCollector:
         super().__init_subclass__(**kwargs)
         if abstract:
             return
-        missing = [name for name in _REQUIRED if getattr(cls, name) is getattr(SampleCollector, name)]
-        if missing:
-            names = ", ".join(f"{name}()" for name in missing)
-            raise TypeError(
-                f"{cls.__name__} must define {names} (SampleCollector's contract); "
-                f"declare `class {cls.__name__}(SampleCollector, abstract=True)` for a base class"
-            )
+        require_methods(cls, SampleCollector, _REQUIRED)
 
     def __init__(
         self, policy_map: Mapping[str, Any], clip_rewards: bool | float | None = None,

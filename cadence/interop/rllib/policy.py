@@ -62,6 +62,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from cadence.interop._contracts import require_methods
 from cadence.interop.rllib._dummy_batch import (
     _SAMPLER_COLUMNS,
     _TrackedBatch,
@@ -136,13 +137,7 @@ class Policy:
         super().__init_subclass__(**kwargs)
         if abstract:
             return
-        missing = [name for name in _REQUIRED if getattr(cls, name) is getattr(Policy, name)]
-        if missing:
-            names = ", ".join(f"{name}()" for name in missing)
-            raise TypeError(
-                f"{cls.__name__} must define {names} (Policy's contract); "
-                f"declare `class {cls.__name__}(Policy, abstract=True)` for a base class"
-            )
+        require_methods(cls, Policy, _REQUIRED)
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: Mapping[str, Any] | None) -> None:
         for arg, space in (("observation_space", observation_space), ("action_space", action_space)):
