@@ -333,6 +333,11 @@ class _AgentCollector:
         if data_col == SB.INFOS:  # dicts, {} outside the steps
             return infos_view(view_col, view, buffer, t, 1)[0]
         shifts = view.shift_arr
+        if len(shifts) == 1 and not view.multiple_shifts:
+            # the common views (obs, prev_actions, prev_rewards): one stored step, read as it is
+            index = t + int(shifts[0])
+            if 0 <= index < len(buffer):
+                return np.asarray(buffer[index], dtype=_DTYPES.get(data_col))
         # Only the few entries the window reads are converted (no O(T) copy per step).
         lo, hi = max(0, t + int(shifts.min())), min(len(buffer), t + int(shifts.max()) + 1)
         prefix = self._prefix(data_col, -(t + int(shifts.min())))
@@ -427,6 +432,7 @@ class SimpleListCollector(SampleCollector):
         self._episodes: dict[int, Episode] = {}
         self._queued: dict[str, list[tuple[int, Any]]] = {}
         self.forward_pass_agent_keys: dict[str, list[tuple[int, Any, int]]] = {}
+        self._inference_cache: dict[str, tuple[tuple[Any, ...], list[tuple[str, ViewRequirement]]]] = {}
         self._pending: list[tuple[str, SampleBatch]] = []
         self._env_steps = 0
         self._agent_steps = 0
@@ -561,11 +567,22 @@ class SimpleListCollector(SampleCollector):
         self.forward_pass_agent_keys[policy_id] = [(a.episode.episode_id, a.agent_id, a.env_id) for a in agents]
         columns: dict[str, Any] = {}
         if agents:
-            for view_col, view in views.items():
-                if not view.used_for_compute_actions or int(view.shift_arr.max()) > 0:
-                    continue
+            for view_col, view in self._inference_views(policy_id, views):
                 columns[view_col] = np.stack([agent.inference_value(view_col, view) for agent in agents])
         return SampleBatch(columns, seq_lens=np.ones(len(agents), np.int32) if agents else None)
+
+    def _inference_views(self, policy_id: str, views: Mapping[str, ViewRequirement]) -> list[tuple[str, ViewRequirement]]:
+        # Chosen once per set of views, not at every step; a view added, replaced (the seed
+        # adds next_actions after construction) or re-flagged changes the key and the choice.
+        items = tuple((view_col, view, view.used_for_compute_actions, view.shift) for view_col, view in views.items())
+        cached = self._inference_cache.get(policy_id)
+        if cached is None or cached[0] != items:
+            chosen = [
+                (view_col, view) for view_col, view, for_actions, _ in items
+                if for_actions and int(view.shift_arr.max()) <= 0
+            ]
+            cached = self._inference_cache[policy_id] = (items, chosen)
+        return cached[1]
 
     def _keep(self, views: Mapping[str, ViewRequirement]) -> int:
         # The deepest look back of any view: a later fragment (or inference) may read that far.

@@ -158,3 +158,18 @@ def test_contract_is_checked_at_class_definition() -> None:
     assert Base({}).rollout_fragment_length == 200
     with pytest.raises(ValueError, match="count_steps_by"):
         SimpleListCollector({}, count_steps_by="steps")
+
+
+def test_inference_views_follow_changes_made_after_sampling_started() -> None:
+    policy = ready(CountPolicy(OBS, ACT, {}))
+    policy.view_requirements["last_rewards"] = ViewRequirement(SB.REWARDS, shift=-1)
+    collector = _collector(policy)
+    episode = _started(collector)
+    _run(collector, episode, 3)  # rewards 0, 1, 2
+    assert collector.get_inference_input_dict(PID)["last_rewards"].tolist() == [2.0]
+    _run(collector, episode, 1, start=3)  # reward 3
+    policy.view_requirements["last_rewards"].shift = -3
+    assert collector.get_inference_input_dict(PID)["last_rewards"].tolist() == [1.0]
+    _run(collector, episode, 1, start=4)
+    policy.view_requirements["last_rewards"].used_for_compute_actions = False
+    assert "last_rewards" not in collector.get_inference_input_dict(PID)
