@@ -64,7 +64,7 @@ from cadence.interop.rllib.callbacks import DefaultCallbacks
 from cadence.interop.rllib.multi_agent_batch import MultiAgentBatch
 from cadence.interop.rllib.recurrent import infos_view, initial_states, repeat_value, sequence_lengths, state_prefix
 from cadence.interop.rllib.sample_batch import SampleBatch, concat_samples
-from cadence.interop.rllib.view_requirement import ViewRequirement, episode_view
+from cadence.interop.rllib.view_requirement import ViewRequirement, episode_view, view_changes
 
 __all__ = ["Episode", "SampleCollector", "SimpleListCollector"]
 
@@ -568,20 +568,23 @@ class SimpleListCollector(SampleCollector):
         columns: dict[str, Any] = {}
         if agents:
             for view_col, view in self._inference_views(policy_id, views):
-                columns[view_col] = np.stack([agent.inference_value(view_col, view) for agent in agents])
+                if len(agents) == 1:  # one row: a copy with a batch axis (np.stack costs several times more)
+                    columns[view_col] = np.array(agents[0].inference_value(view_col, view))[None]
+                else:
+                    columns[view_col] = np.stack([agent.inference_value(view_col, view) for agent in agents])
         return SampleBatch(columns, seq_lens=np.ones(len(agents), np.int32) if agents else None)
 
     def _inference_views(self, policy_id: str, views: Mapping[str, ViewRequirement]) -> list[tuple[str, ViewRequirement]]:
         # Chosen once per set of views, not at every step; a view added, replaced (the seed
-        # adds next_actions after construction) or re-flagged changes the key and the choice.
-        items = tuple((view_col, view, view.used_for_compute_actions, view.shift) for view_col, view in views.items())
+        # adds next_actions after construction) or changed (view_changes) changes the choice.
+        key = (tuple(views.items()), view_changes())
         cached = self._inference_cache.get(policy_id)
-        if cached is None or cached[0] != items:
+        if cached is None or cached[0] != key:
             chosen = [
-                (view_col, view) for view_col, view, for_actions, _ in items
-                if for_actions and int(view.shift_arr.max()) <= 0
+                (view_col, view) for view_col, view in key[0]
+                if view.used_for_compute_actions and int(view.shift_arr.max()) <= 0
             ]
-            cached = self._inference_cache[policy_id] = (items, chosen)
+            cached = self._inference_cache[policy_id] = (key, chosen)
         return cached[1]
 
     def _keep(self, views: Mapping[str, ViewRequirement]) -> int:

@@ -41,6 +41,7 @@ __all__ = [
     "inference_view_requirements",
     "num_view_steps",
     "parse_shift",
+    "view_changes",
 ]
 
 ShiftType = int | str | Sequence[int]
@@ -49,6 +50,23 @@ _SHIFT_HELP = (
     "an int, a non-empty list of ints, or a range string 'a:b' (or 'a:b:step') "
     "with both ends included, e.g. '-3:-1' for [-3, -2, -1]"
 )
+
+
+# Bumped by every attribute set on any ViewRequirement, so that what a collector derives
+# from a set of views (which ones feed inference) is re-derived only when a view changed.
+_changes = [0]
+
+
+def view_changes() -> int:
+    """How many attribute sets all ``ViewRequirement`` objects have seen (a cache key).
+
+    Examples:
+        >>> before = view_changes()
+        >>> ViewRequirement().used_for_training = False
+        >>> view_changes() > before
+        True
+    """
+    return _changes[0]
 
 
 def _default_space() -> gym.spaces.Box:
@@ -192,6 +210,11 @@ class ViewRequirement:
     """
 
     # Mutable (pruning flips `used_for_training`), so not hashable, like RLlib's dataclass.
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        _changes[0] += 1
+
     __hash__ = None  # type: ignore[assignment]
 
     def __init__(
