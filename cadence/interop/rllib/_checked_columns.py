@@ -41,6 +41,8 @@ class CheckedColumns(dict):
         data: column name -> column.
         max_seq_len: the longest sequence (defaults to ``max(seq_lens)``).
         zero_padded: whether the columns are right-zero-padded per sequence.
+        trusted_count: for Cadence's own code only: the row count of columns already in
+            stored form and known to agree, which are then not checked.
 
     Attributes:
         count: the number of rows (``sum(seq_lens)`` when ``seq_lens`` is set).
@@ -56,7 +58,13 @@ class CheckedColumns(dict):
     SEQ_LENS = "seq_lens"
     INFOS = "infos"
 
-    def __init__(self, data: Mapping[Any, Any] = (), max_seq_len: int | None = None, zero_padded: bool = False) -> None:
+    def __init__(
+        self,
+        data: Mapping[Any, Any] = (),
+        max_seq_len: int | None = None,
+        zero_padded: bool = False,
+        trusted_count: int | None = None,
+    ) -> None:
         self.max_seq_len = max_seq_len
         self.zero_padded = zero_padded
         self.count = 0
@@ -64,6 +72,12 @@ class CheckedColumns(dict):
         self.deleted_keys: set[str] = set()
         # read-side caches (SampleBatch's get-interceptor) are dropped when a column changes
         self.intercepted_values: dict[str, Any] = {}
+        if trusted_count is not None:
+            # built by Cadence's own code with columns known to agree (the sampler's per-step
+            # input dicts): the checks would run at every step, for nothing
+            super().__init__(data)
+            self.count = trusted_count
+            return
         super().__init__(self._normalized(dict(data)))
         self._after_change()
 

@@ -572,7 +572,11 @@ class SimpleListCollector(SampleCollector):
                     columns[view_col] = np.array(agents[0].inference_value(view_col, view))[None]
                 else:
                     columns[view_col] = np.stack([agent.inference_value(view_col, view) for agent in agents])
-        return SampleBatch(columns, seq_lens=np.ones(len(agents), np.int32) if agents else None)
+        if not agents:
+            return SampleBatch(columns)
+        # one row per agent in every column, by construction: no checks at every step
+        columns[SB.SEQ_LENS] = np.ones(len(agents), np.int32)
+        return SampleBatch(columns, _max_seq_len=1, _trusted_count=len(agents))
 
     def _inference_views(self, policy_id: str, views: Mapping[str, ViewRequirement]) -> list[tuple[str, ViewRequirement]]:
         # Chosen once per set of views, not at every step; a view added, replaced (the seed

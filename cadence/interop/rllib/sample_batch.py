@@ -81,6 +81,8 @@ class SampleBatch(CheckedColumns):
         _zero_padded: whether the columns are right-zero-padded to ``_max_seq_len`` per
             sequence (then they have ``len(seq_lens) * max_seq_len`` rows, ``infos`` not).
         _num_grad_updates: the policy's gradient updates when the data was collected.
+        _trusted_count: Cadence's own hot paths only (the sampler's per-step input dicts):
+            the row count of columns already in stored form and known to agree, not checked.
         **kwargs: more columns, e.g. ``seq_lens=...`` (None or ``[]`` means none).
 
     Attributes:
@@ -142,6 +144,7 @@ class SampleBatch(CheckedColumns):
         _max_seq_len: int | None = None,
         _zero_padded: bool = False,
         _num_grad_updates: float | None = None,
+        _trusted_count: int | None = None,
         **kwargs: Any,
     ) -> None:
         data = dict(*args, **kwargs)
@@ -152,7 +155,7 @@ class SampleBatch(CheckedColumns):
         self.num_grad_updates = _num_grad_updates
         self.accessed_keys: set[str] = set()
         self.get_interceptor: Callable[[Any], Any] | None = None
-        super().__init__(data, max_seq_len=_max_seq_len, zero_padded=_zero_padded)
+        super().__init__(data, max_seq_len=_max_seq_len, zero_padded=_zero_padded, trusted_count=_trusted_count)
 
     # ----- dict interface (the checked writes live in CheckedColumns) ---------------------------
 
