@@ -1,7 +1,9 @@
-"""Column helpers behind ``SampleBatch``: nested-dict leaves, row counts, sequence ranges.
+"""Column helpers behind ``SampleBatch``: nested leaves, row counts, sequence ranges.
 
-A column is a leaf (a numpy array, a torch tensor or a list with one row per step) or a dict
-of columns (e.g. a dict observation). These helpers are private to the rllib interop package.
+A column is a leaf (a numpy array, a torch tensor or a list with one row per step) or a
+structure of columns: a dict (e.g. a ``Dict`` observation) or a tuple (a ``Tuple`` space's
+value). As in RLlib, a list is data (it becomes an array) and a tuple is structure. These
+helpers are private to the rllib interop package.
 """
 
 from __future__ import annotations
@@ -16,18 +18,70 @@ import torch
 INFOS = "infos"
 
 
+def is_structure(value: Any) -> bool:
+    """Whether ``value`` is a container of columns (a dict or a tuple), not a leaf."""
+    return isinstance(value, (Mapping, tuple))
+
+
 def map_column(fn: Callable[[Any], Any], value: Any) -> Any:
-    """Applies ``fn`` to every leaf of a column."""
+    """Applies ``fn`` to every leaf of a column (dicts stay dicts, tuples tuples)."""
     if isinstance(value, Mapping):
         return {key: map_column(fn, sub) for key, sub in value.items()}
+    if isinstance(value, tuple):
+        return tuple(map_column(fn, sub) for sub in value)
     return fn(value)
 
 
+def map_columns(fn: Callable[..., Any], first: Any, *others: Any) -> Any:
+    """``fn(leaf, *other_leaves)`` over columns of one structure (``first``'s); ``None`` others stay None."""
+    if isinstance(first, Mapping):
+        return {key: map_columns(fn, sub, *[_part(o, key) for o in others]) for key, sub in first.items()}
+    if isinstance(first, tuple):
+        return tuple(map_columns(fn, sub, *[_part(o, i) for o in others]) for i, sub in enumerate(first))
+    return fn(first, *others)
+
+
+def to_numpy(value: Any) -> Any:
+    """Leaves as numpy arrays (tensors detached and moved to the CPU), structures kept.
+
+    Examples:
+        >>> import torch
+        >>> to_numpy({"a": torch.ones(2), "b": (3, [4, 5])})
+        {'a': array([1., 1.], dtype=float32), 'b': (array(3), array([4, 5]))}
+    """
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu().numpy()
+    if is_structure(value):
+        return map_column(to_numpy, value)
+    return value if isinstance(value, np.ndarray) else np.asarray(value)
+
+
+def _part(value: Any, key: Any) -> Any:
+    return None if value is None else value[key]
+
+
+def stack_steps(steps: list[Any], dtype: Any = None) -> Any:
+    """One value per step (each a leaf or a structure) as one column, time first.
+
+    Examples:
+        >>> import numpy as np
+        >>> column = stack_steps([{"a": np.zeros(2), "b": (1, 2)}, {"a": np.ones(2), "b": (3, 4)}])
+        >>> column["a"].shape, column["b"][1].tolist()
+        ((2, 2), [2, 4])
+    """
+    if steps and is_structure(steps[0]):
+        return map_columns(lambda *leaf_steps: np.asarray(leaf_steps, dtype=dtype), steps[0], *steps[1:])
+    return np.asarray(steps, dtype=dtype)
+
+
 def leaves(path: str, value: Any) -> Iterator[tuple[str, Any]]:
-    """(path, leaf) pairs of a column, paths written ``"obs/pos"``."""
+    """(path, leaf) pairs of a column, paths written ``"obs/pos"`` (tuple parts ``"obs/0"``)."""
     if isinstance(value, Mapping):
         for key, sub in value.items():
             yield from leaves(f"{path}/{key}", sub)
+    elif isinstance(value, tuple):
+        for index, sub in enumerate(value):
+            yield from leaves(f"{path}/{index}", sub)
     else:
         yield path, value
 
@@ -52,10 +106,12 @@ def rows_of(key: str, value: Any) -> int | None:
 
 
 def as_column(key: str, value: Any) -> Any:
-    """A column in stored form: lists as numpy arrays (``infos`` stays a list), dicts copied."""
+    """A column in stored form: lists as numpy arrays (``infos`` stays a list), structures copied."""
     if isinstance(value, Mapping):
         return {sub_key: as_column(f"{key}/{sub_key}", sub) for sub_key, sub in value.items()}
-    if isinstance(value, (list, tuple)) and key != INFOS:
+    if isinstance(value, tuple):
+        return tuple(as_column(f"{key}/{index}", sub) for index, sub in enumerate(value))
+    if isinstance(value, list) and key != INFOS:
         try:
             return np.asarray(value)
         except ValueError as err:
@@ -90,6 +146,13 @@ def concat_leaves(path: str, parts: list[Any]) -> Any:
                 got = list(part) if isinstance(part, Mapping) else type(part).__name__
                 raise ValueError(f"concat: column {path!r} has keys {keys} in one batch and {got} in another")
         return {key: concat_leaves(f"{path}/{key}", [part[key] for part in parts]) for key in keys}
+    if isinstance(parts[0], tuple):
+        size = len(parts[0])
+        for part in parts[1:]:
+            if not isinstance(part, tuple) or len(part) != size:
+                got = f"{len(part)} parts" if isinstance(part, tuple) else type(part).__name__
+                raise ValueError(f"concat: column {path!r} is a tuple of {size} parts in one batch and {got} in another")
+        return tuple(concat_leaves(f"{path}/{index}", [part[index] for part in parts]) for index in range(size))
     if all(isinstance(part, list) for part in parts):
         return [item for part in parts for item in part]
     if all(isinstance(part, torch.Tensor) for part in parts):

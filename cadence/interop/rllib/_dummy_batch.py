@@ -21,6 +21,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from cadence.interop.rllib._batch_columns import leaves, to_numpy
 from cadence.interop.rllib.sample_batch import SampleBatch
 from cadence.interop.rllib.view_requirement import ViewRequirement
 
@@ -58,31 +59,12 @@ for _name in ("items", "values", "rows", "to_tensordict", "concat"):
     setattr(_TrackedBatch, _name, _reads_all(_name))
 
 
-def _to_numpy(value: Any) -> Any:
-    """Tensors (and dicts of them) as numpy arrays; lists and scalars as arrays."""
-    if isinstance(value, Mapping):
-        return {key: _to_numpy(sub) for key, sub in value.items()}
-    if isinstance(value, torch.Tensor):
-        return value.detach().cpu().numpy()
-    return value if isinstance(value, np.ndarray) else np.asarray(value)
-
-
-def _leaves(value: Any) -> list[Any]:
-    if isinstance(value, Mapping):
-        return [leaf for sub in value.values() for leaf in _leaves(sub)]
-    return [value]
-
-
-def _map(fn: Any, value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {key: _map(fn, sub) for key, sub in value.items()}
-    return fn(value)
-
-
 def _space_of(value: Any) -> gym.Space | None:
     """A space for one row of a column (``None``: RLlib's default scalar space)."""
     if isinstance(value, Mapping):
         return gym.spaces.Dict({key: _space_of(sub) or gym.spaces.Box(-np.inf, np.inf, ()) for key, sub in value.items()})
+    if isinstance(value, tuple):
+        return gym.spaces.Tuple([_space_of(sub) or gym.spaces.Box(-np.inf, np.inf, ()) for sub in value])
     array = np.asarray(value)
     if array.dtype.kind not in "biuf":
         return None
@@ -92,18 +74,17 @@ def _space_of(value: Any) -> gym.Space | None:
     return gym.spaces.Box(low, high, array.shape[1:], array.dtype)
 
 
-def _zeros(view_col: str, space: gym.Space, rows: tuple[int, ...]) -> Any:
+def space_zeros(view_col: str, space: gym.Space, rows: tuple[int, ...]) -> Any:
     """Zeros (or a Discrete space's ``start``) of ``space``, with leading dims ``rows``."""
     if isinstance(space, gym.spaces.Dict):
-        return {key: _zeros(f"{view_col}/{key}", sub, rows) for key, sub in space.spaces.items()}
+        return {key: space_zeros(f"{view_col}/{key}", sub, rows) for key, sub in space.spaces.items()}
+    if isinstance(space, gym.spaces.Tuple):
+        return tuple(space_zeros(f"{view_col}/{index}", sub, rows) for index, sub in enumerate(space.spaces))
     if isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete)):
         return np.broadcast_to(np.asarray(space.start, space.dtype), rows + tuple(space.shape)).copy()
     if space.shape is not None:
         return np.zeros(rows + tuple(space.shape), dtype=space.dtype)
-    try:  # e.g. a Tuple space: flattened, as RLlib's preprocessor presents it
-        return np.zeros(rows + (gym.spaces.flatdim(space),), dtype=np.float32)
-    except (NotImplementedError, ValueError, TypeError):
-        raise TypeError(f"view {view_col!r}: cannot build dummy data for its space {space!r}") from None
+    raise TypeError(f"view {view_col!r}: cannot build dummy data for its space {space!r} (no shape)")
 
 
 def _dummy_column(view_col: str, view: ViewRequirement, rows: int) -> Any:
@@ -112,7 +93,7 @@ def _dummy_column(view_col: str, view: ViewRequirement, rows: int) -> Any:
         return [{} for _ in range(rows)]
     lead = (rows, len(view.shift_arr)) if view.multiple_shifts else (rows,)
     if view.space_given:
-        return _zeros(view_col, view.space, lead)
+        return space_zeros(view_col, view.space, lead)
     data_col = view.data_col or view_col
     if data_col == SampleBatch.T:
         return np.broadcast_to(np.arange(rows).reshape((rows,) + (1,) * (len(lead) - 1)), lead).copy()
@@ -121,8 +102,8 @@ def _dummy_column(view_col: str, view: ViewRequirement, rows: int) -> Any:
 
 
 def _check_rows(what: str, value: Any, rows: int) -> Any:
-    value = _to_numpy(value)
-    for leaf in _leaves(value):
+    value = to_numpy(value)
+    for _, leaf in leaves(what, value):
         if leaf.ndim == 0 or len(leaf) != rows:
             raise ValueError(
                 f"compute_actions_from_input_dict returned {what} of shape {leaf.shape}; expected "

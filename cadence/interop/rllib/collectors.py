@@ -29,8 +29,9 @@ Batches are grouped per policy into a :class:`MultiAgentBatch` (a plain SampleBa
 ``rollout_fragment_length`` env steps or agent steps (``count_steps_by``; an agent step is
 one recorded transition) are collected. Recurrent state (``state_in_*`` views with
 ``batch_repeat_value``, ``seq_lens``, the initial state before an episode start) and shifted
-views on ``infos`` follow :mod:`cadence.interop.rllib.recurrent`. Not supported yet: nested
-(dict/tuple) observations.
+views on ``infos`` follow :mod:`cadence.interop.rllib.recurrent`. Nested values (``Dict`` or
+``Tuple`` observations and actions, dict extra fetches) are stored as they come, one per step,
+and every view is built leaf by leaf into a dict (tuple) of arrays.
 
 Examples:
     >>> import gymnasium as gym, numpy as np
@@ -56,10 +57,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
-import torch
 
 from cadence.interop._contracts import require_methods
+from cadence.interop.rllib._batch_columns import is_structure, map_column, map_columns, stack_steps
+from cadence.interop.rllib._dummy_batch import space_zeros
 from cadence.interop.rllib.callbacks import DefaultCallbacks
 from cadence.interop.rllib.multi_agent_batch import MultiAgentBatch
 from cadence.interop.rllib.recurrent import infos_view, initial_states, repeat_value, sequence_lengths, state_prefix
@@ -267,13 +270,15 @@ class SampleCollector:
         raise TypeError(f"{type(self).__name__}.try_build_truncated_episode_multi_agent_batch() is not defined")  # unreachable: __init_subclass__
 
 
-def _zeros(view: ViewRequirement, like: Any) -> np.ndarray:
+def _zeros(view_col: str, view: ViewRequirement, like: Any) -> Any:
     """One step's value outside the episode: zeros from the view's space (or like the data)."""
     space = view.space
     if view.space_given and space.shape is not None:
         return np.zeros(space.shape, dtype=space.dtype)
     if like is not None:
-        return np.zeros_like(np.asarray(like))
+        return map_column(lambda leaf: np.zeros_like(np.asarray(leaf)), like)
+    if view.space_given and isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
+        return space_zeros(view_col, space, ())
     return np.zeros(space.shape or (), dtype=space.dtype)
 
 
@@ -337,7 +342,8 @@ class _AgentCollector:
             # the common views (obs, prev_actions, prev_rewards): one stored step, read as it is
             index = t + int(shifts[0])
             if 0 <= index < len(buffer):
-                return np.asarray(buffer[index], dtype=_DTYPES.get(data_col))
+                value = buffer[index]
+                return value if is_structure(value) else np.asarray(value, dtype=_DTYPES.get(data_col))
         # Only the few entries the window reads are converted (no O(T) copy per step).
         lo, hi = max(0, t + int(shifts.min())), min(len(buffer), t + int(shifts.max()) + 1)
         prefix = self._prefix(data_col, -(t + int(shifts.min())))
@@ -346,10 +352,10 @@ class _AgentCollector:
             window = np.concatenate([prefix, window])
             return episode_view(view, window, timesteps=[t - lo + len(prefix)], view_col=view_col)[0]
         if hi <= lo:
-            fill = _zeros(view, buffer[0] if buffer else None)
-            return np.stack([fill] * len(shifts)) if view.multiple_shifts else fill
-        window = np.asarray(buffer[lo:hi], dtype=_DTYPES.get(data_col))
-        return episode_view(view, window, timesteps=[t - lo], view_col=view_col)[0]
+            fill = _zeros(view_col, view, buffer[0] if buffer else None)
+            return map_column(lambda leaf: np.stack([leaf] * len(shifts)), fill) if view.multiple_shifts else fill
+        window = stack_steps(buffer[lo:hi], dtype=_DTYPES.get(data_col))
+        return map_column(lambda leaf: episode_view(view, leaf, timesteps=[t - lo], view_col=view_col)[0], window)
 
     def _prefix(self, data_col: str, depth: int) -> np.ndarray | None:
         """``depth`` initial states for a state column read before the episode start, else None."""
@@ -377,13 +383,16 @@ class _AgentCollector:
                 continue
             if data_col not in arrays:
                 arrays[data_col] = (self.sampler_column(data_col, self.steps) if buffer is None
-                                    else np.asarray(buffer, dtype=_DTYPES.get(data_col)))
+                                    else stack_steps(buffer, dtype=_DTYPES.get(data_col)))
             data = arrays[data_col]
-            before = data[:start] if start else None
+            before = map_column(lambda leaf: leaf[:start], data) if start else None
             prefix = self._prefix(data_col, -int(view.shift_arr.min()))
-            if prefix is not None:
+            if prefix is not None:  # state columns: arrays, never nested
                 before = prefix.astype(data.dtype) if before is None else np.concatenate([prefix.astype(data.dtype), before])
-            columns[view_col] = episode_view(view, data[start:], num_steps=n, before=before, view_col=view_col)
+            columns[view_col] = map_columns(
+                lambda leaf, leaf_before: episode_view(view, leaf[start:], num_steps=n, before=leaf_before, view_col=view_col),
+                data, before,
+            )
         if max_seq_len == 1:
             return SampleBatch(columns)
         return SampleBatch(columns, seq_lens=sequence_lengths(n, max_seq_len), _max_seq_len=max_seq_len)
@@ -568,10 +577,14 @@ class SimpleListCollector(SampleCollector):
         columns: dict[str, Any] = {}
         if agents:
             for view_col, view in self._inference_views(policy_id, views):
+                infos = (view.data_col or view_col) == SB.INFOS  # dicts, but data, not structure
                 if len(agents) == 1:  # one row: a copy with a batch axis (np.stack costs several times more)
-                    columns[view_col] = np.array(agents[0].inference_value(view_col, view))[None]
+                    value = agents[0].inference_value(view_col, view)
+                    columns[view_col] = (np.array(value)[None] if infos or not is_structure(value)
+                                         else map_column(lambda leaf: np.array(leaf)[None], value))
                 else:
-                    columns[view_col] = np.stack([agent.inference_value(view_col, view) for agent in agents])
+                    values = [agent.inference_value(view_col, view) for agent in agents]
+                    columns[view_col] = np.stack(values) if infos else stack_steps(values)
         if not agents:
             return SampleBatch(columns)
         # one row per agent in every column, by construction: no checks at every step
@@ -700,12 +713,3 @@ class SimpleListCollector(SampleCollector):
             self.postprocess_episode(episode, is_done=False)
         batch = self._flush(self._env_steps)
         return [] if batch is None else [batch]
-
-
-def _to_numpy(value: Any) -> Any:
-    """Policy outputs as numpy (tensors detached), dicts mapped."""
-    if isinstance(value, torch.Tensor):
-        return value.detach().cpu().numpy()
-    if isinstance(value, Mapping):
-        return {key: _to_numpy(item) for key, item in value.items()}
-    return np.asarray(value)

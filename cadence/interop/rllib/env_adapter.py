@@ -2,9 +2,10 @@
 
 :func:`as_gymnasium_env` wraps a Cadence env so that :class:`SyncSampler` can call
 ``reset(seed=...) -> (obs, info)`` and ``step(action) -> (obs, reward, terminated,
-truncated, info)`` on it. Only envs with one ``"observation"`` entry and one action are
-supported (the collector does not handle nested observations yet); ``OneHot`` actions are
-taken as indices (a ``Discrete`` space), as RLlib's policies emit them. The env's own time
+truncated, info)`` on it. An env whose only observation entry is ``"observation"`` gives that
+array; any other observation spec gives a (nested) dict of arrays, its space the matching
+``Dict``. ``OneHot`` actions are taken as indices (a ``Discrete`` space), as RLlib's policies
+emit them. The env's own time
 limits are not visible here, so a ``horizon`` cannot raise them (it still cuts episodes).
 
 Examples:
@@ -37,13 +38,13 @@ class CadenceGymnasiumEnv(gym.Env):
     """An unbatched Cadence env behind gymnasium's ``reset``/``step`` (see the module).
 
     Args:
-        env: The Cadence env (``batch_size`` ``[]``, one ``"observation"`` entry).
+        env: The Cadence env (``batch_size`` ``[]``).
 
     Attributes:
         env: The wrapped Cadence env.
 
     Raises:
-        ValueError: A batched env, or observations other than one ``"observation"`` entry.
+        ValueError: A batched env.
         TypeError: ``env`` is not a Cadence ``EnvBase``.
 
     Examples:
@@ -60,15 +61,13 @@ class CadenceGymnasiumEnv(gym.Env):
                 f"as_gymnasium_env: expected an unbatched env (batch_size []), got batch_size {list(env.batch_size)}; "
                 "use num_envs_per_worker for several envs"
             )
-        keys = list(env.observation_spec.keys(True, True))
-        if keys != ["observation"]:
-            raise ValueError(
-                f"as_gymnasium_env: expected one observation entry 'observation', got {keys} "
-                "(nested observations are not supported by the RLlib samplers yet)"
-            )
+        # One "observation" entry: that array (RLlib's usual obs); anything else: a Dict obs.
+        self._obs_keys = list(env.observation_spec.keys())
+        self._single = list(env.observation_spec.keys(True, True)) == ["observation"]
         self.env = env
         self._action_spec = env.action_spec
-        self.observation_space = spec_to_space(env.observation_spec)["observation"]
+        space = spec_to_space(env.observation_spec)
+        self.observation_space = space["observation"] if self._single else space
         self.action_space = spec_to_space(self._action_spec)
         self._td: Any = None
 
@@ -83,8 +82,8 @@ class CadenceGymnasiumEnv(gym.Env):
         if seed is not None:
             self.env.set_seed(int(seed))
         td = self.env.reset()
-        self._td = td.select("observation")
-        return td.get("observation").detach().cpu().numpy(), {}
+        self._td = td.select(*self._obs_keys)
+        return self._obs(td), {}
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         """Acts once; ``terminated``/``truncated`` from the env's flags (``done`` if it has no others).
@@ -104,14 +103,19 @@ class CadenceGymnasiumEnv(gym.Env):
         td = self._td
         td.set(self.env.action_key, self._action_tensor(action))
         out = self.env.step(td).get("next")
-        self._td = out.select("observation")
+        self._td = out.select(*self._obs_keys)
         done = bool(out.get("done").any())
         terminated = out.get("terminated", None)
         truncated = out.get("truncated", None)
         is_terminated = bool(terminated.any()) if terminated is not None else done
         is_truncated = bool(truncated.any()) if truncated is not None else False
         reward = float(out.get("reward").sum())
-        return out.get("observation").detach().cpu().numpy(), reward, is_terminated, is_truncated, {}
+        return self._obs(out), reward, is_terminated, is_truncated, {}
+
+    def _obs(self, td: Any) -> Any:
+        if self._single:
+            return td.get("observation").detach().cpu().numpy()
+        return td.select(*self._obs_keys).detach().cpu().numpy()  # a nested dict of arrays
 
     def _action_tensor(self, action: Any) -> torch.Tensor:
         spec = self._action_spec

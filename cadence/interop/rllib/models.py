@@ -55,11 +55,11 @@ def convert_to_torch_tensor(value: Any) -> Any:
 
     Numeric and bool numpy arrays become tensors sharing their memory where they can
     (``torch.from_numpy``); float64 becomes float32 as in RLlib, since torch models are
-    float32. Tensors pass through; nested dicts are converted leaf by leaf; anything else
+    float32. Tensors pass through; dicts and tuples are converted leaf by leaf; anything else
     (lists of info dicts, object arrays, Python scalars) is returned as it is.
 
     Args:
-        value: An array, a tensor, a dict of those, or anything else.
+        value: An array, a tensor, a dict or tuple of those, or anything else.
 
     Returns:
         The converted value.
@@ -74,6 +74,8 @@ def convert_to_torch_tensor(value: Any) -> Any:
     """
     if isinstance(value, Mapping):
         return {key: convert_to_torch_tensor(sub) for key, sub in value.items()}
+    if isinstance(value, tuple):  # a Tuple space's value
+        return tuple(convert_to_torch_tensor(sub) for sub in value)
     if isinstance(value, np.ndarray):
         if value.dtype.kind not in "biuf":  # strings, objects: no tensor form
             return value
@@ -91,20 +93,20 @@ def flatten_obs(space: gym.Space, obs: Any) -> torch.Tensor:
     """A batch of observations as a float32 ``[B, flatdim(space)]`` tensor (RLlib's ``obs_flat``).
 
     ``Discrete``/``MultiDiscrete`` parts are one-hot encoded, ``Box``/``MultiBinary`` parts
-    flattened, ``Dict`` parts concatenated in the space's key order, as
-    ``gymnasium.spaces.flatten`` does for one observation.
+    flattened, ``Dict`` parts concatenated in the space's key order and ``Tuple`` parts in
+    their order, as ``gymnasium.spaces.flatten`` does for one observation.
 
     Args:
         space: The observation space of one observation.
-        obs: A batch: an array or tensor ``[B, *space.shape]``, or a dict of such for a
-            ``Dict`` space.
+        obs: A batch: an array or tensor ``[B, *space.shape]``, or a dict (tuple) of such
+            for a ``Dict`` (``Tuple``) space.
 
     Returns:
         The flattened batch.
 
     Raises:
-        TypeError: A space kind this cannot flatten (e.g. ``Tuple``, ``Text``), or a dict
-            observation for a space that is not a ``Dict``.
+        TypeError: A space kind this cannot flatten (e.g. ``Text``), or a dict (tuple)
+            observation for a space that is not a ``Dict`` (``Tuple``).
 
     Examples:
         >>> import gymnasium as gym, numpy as np
@@ -113,14 +115,23 @@ def flatten_obs(space: gym.Space, obs: Any) -> torch.Tensor:
         >>> space = gym.spaces.Dict(a=gym.spaces.Discrete(2), b=gym.spaces.Box(0, 1, (2,)))
         >>> flatten_obs(space, {"a": np.array([1]), "b": np.ones((1, 2))}).tolist()
         [[0.0, 1.0, 1.0, 1.0]]
+        >>> flatten_obs(gym.spaces.Tuple([gym.spaces.Discrete(2), gym.spaces.Box(0, 1, ())]),
+        ...             (np.array([0]), np.array([0.5]))).tolist()
+        [[1.0, 0.0, 0.5]]
     """
     if isinstance(space, gym.spaces.Dict):
         if not isinstance(obs, Mapping):
             raise TypeError(f"obs_flat: the observation space is a Dict but the obs is a {type(obs).__name__}")
         parts = [flatten_obs(sub_space, obs[key]) for key, sub_space in space.spaces.items()]
         return torch.cat(parts, dim=-1)
-    if isinstance(obs, Mapping):
-        raise TypeError(f"obs_flat: the obs is a dict but the observation space is {space!r}")
+    if isinstance(space, gym.spaces.Tuple):
+        if not isinstance(obs, (tuple, list)) or len(obs) != len(space.spaces):
+            raise TypeError(
+                f"obs_flat: the observation space is a Tuple of {len(space.spaces)} but the obs is a {type(obs).__name__}"
+            )
+        return torch.cat([flatten_obs(sub_space, part) for sub_space, part in zip(space.spaces, obs)], dim=-1)
+    if isinstance(obs, (Mapping, tuple)):
+        raise TypeError(f"obs_flat: the obs is a {type(obs).__name__} but the observation space is {space!r}")
     tensor = convert_to_torch_tensor(np.asarray(obs) if not isinstance(obs, torch.Tensor) else obs)
     if isinstance(space, gym.spaces.Discrete):
         index = tensor.long().reshape(-1) - int(space.start)
@@ -134,7 +145,7 @@ def flatten_obs(space: gym.Space, obs: Any) -> torch.Tensor:
         return tensor.reshape(tensor.shape[0], -1).float()
     raise TypeError(
         f"obs_flat: cannot flatten observations of space {space!r}; expected a Box, Discrete, "
-        "MultiDiscrete, MultiBinary or a Dict of those"
+        "MultiDiscrete, MultiBinary or a Dict or Tuple of those"
     )
 
 

@@ -63,11 +63,10 @@ import numpy as np
 import torch
 
 from cadence.interop._contracts import require_methods
+from cadence.interop.rllib._batch_columns import map_column, to_numpy
 from cadence.interop.rllib._dummy_batch import (
     _SAMPLER_COLUMNS,
     _TrackedBatch,
-    _to_numpy,
-    _map,
     _space_of,
     _dummy_column,
     _check_rows,
@@ -291,17 +290,17 @@ class Policy:
             state = self.get_initial_state() if state is None else state
             row.update({f"state_in_{i}": s for i, s in enumerate(state)})
         columns = {
-            key: [value] if key == SampleBatch.INFOS else _map(lambda leaf: _to_numpy(leaf)[None], value)
+            key: [value] if key == SampleBatch.INFOS else map_column(lambda leaf: to_numpy(leaf)[None], value)
             for key, value in row.items()
         }
         batch = self._fill_inference_views(columns, 1)
         actions, state_outs, extra = self.compute_actions_from_input_dict(
             batch, explore=explore, timestep=timestep, episodes=None if episode is None else [episode], **kwargs
         )
-        action = _map(lambda leaf: leaf[0], _to_numpy(actions))
+        action = map_column(lambda leaf: leaf[0], to_numpy(actions))
         if clip_actions and isinstance(self.action_space, gym.spaces.Box):
             action = np.clip(action, self.action_space.low, self.action_space.high)
-        return action, [_to_numpy(s)[0] for s in state_outs], _map(lambda leaf: leaf[0], _to_numpy(dict(extra)))
+        return action, [to_numpy(s)[0] for s in state_outs], map_column(lambda leaf: leaf[0], to_numpy(dict(extra)))
 
     # ----- learning ---------------------------------------------------------------------------------
 
@@ -453,7 +452,7 @@ class Policy:
         missing, unexpected = sorted(set(current) - set(weights)), sorted(set(weights) - set(current))
         if missing or unexpected:
             raise ValueError(f"{name}: keys differ from the model's: missing {missing}, unexpected {unexpected}")
-        loaded = {key: torch.as_tensor(np.asarray(_to_numpy(value))) for key, value in weights.items()}
+        loaded = {key: torch.as_tensor(np.asarray(to_numpy(value))) for key, value in weights.items()}
         for key, tensor in loaded.items():
             if tensor.shape != current[key].shape:
                 raise ValueError(f"{name}: {key!r} has shape {tuple(tensor.shape)}, expected {tuple(current[key].shape)}")
@@ -512,7 +511,7 @@ class Policy:
         model_config = self.model.model_config if self.model is not None else self.config.get("model", {})
         max_seq_len = int(model_config.get("max_seq_len", 20))
         for i, state in enumerate(self.get_initial_state()):
-            array = _to_numpy(state)
+            array = to_numpy(state)
             space = gym.spaces.Box(-1.0, 1.0, shape=array.shape, dtype=np.float32)
             self.view_requirements.setdefault(
                 f"state_in_{i}",

@@ -2,7 +2,7 @@
 
 A :class:`SampleBatch` maps column names (RLlib's constants, e.g. :attr:`SampleBatch.OBS`) to
 numpy arrays that all have the same number of rows (``infos`` may be a list of dicts; a column
-may be a nested dict of arrays, e.g. for dict observations). Slices are views, as in RLlib;
+may be a nested dict or tuple of arrays, e.g. for ``Dict`` or ``Tuple`` observations). Slices are views, as in RLlib;
 :meth:`SampleBatch.to_tensordict` and :meth:`SampleBatch.from_tensordict` cross to Cadence's
 TensorDicts sharing memory. :class:`MultiAgentBatch`, :data:`DEFAULT_POLICY_ID` and
 :func:`concat_samples` are importable from here, as from RLlib's module.
@@ -13,12 +13,14 @@ Deliberate differences from RLlib (ray 2.x):
   the per-sequence ``state_in_*`` columns aside); construction, ``batch[key] = value`` and
   ``update`` check it and name both columns. RLlib only counts the first column. Set columns
   that must change together (``seq_lens`` with ``state_in_*``) in one ``update``.
-* Lists become numpy arrays (as in ray 1.x), except ``infos``, which stays a list.
+* Lists become numpy arrays (as in ray 1.x), except ``infos``, which stays a list; tuples are
+  structure (as in RLlib), each part a column of its own.
 * ``"dones"`` (:attr:`SampleBatch.DONES`): a stored ``dones`` column (ray 1.x) is accepted;
   without one, ``batch["dones"]`` is ``terminateds | truncateds`` (ray 2.x returns
   ``terminateds`` alone, though it documents the "or").
 * :meth:`SampleBatch.shuffle` takes a ``numpy.random.Generator``: no global RNG.
-* Tuple-structured columns are not structure here (use a dict).
+* :meth:`SampleBatch.to_tensordict` turns a tuple column into a TensorDict keyed ``"0"``,
+  ``"1"``, ... (TensorDict keys are strings); it comes back as a dict.
 
 Examples:
     >>> import numpy as np
@@ -45,6 +47,7 @@ from cadence.interop.rllib._batch_columns import (
     deep_copy_leaf,
     leaves,
     map_column,
+    map_columns,
     sequence_bounds,
     take,
     whole_sequences,
@@ -653,9 +656,7 @@ class SampleBatch(CheckedColumns):
 
 def _extended(obs: Any, new_obs: Any) -> Any:
     """``obs`` with the last row of ``new_obs`` appended, leaf by leaf."""
-    if isinstance(obs, Mapping):
-        return {key: _extended(obs[key], new_obs[key]) for key in obs}
-    return np.concatenate([obs, new_obs[-1:]])
+    return map_columns(lambda leaf, new_leaf: np.concatenate([leaf, new_leaf[-1:]]), obs, new_obs)
 
 
 #: A SampleBatch or a MultiAgentBatch (RLlib's ``SampleBatchType``).

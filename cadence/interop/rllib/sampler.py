@@ -66,7 +66,8 @@ import numpy as np
 
 from cadence.interop.rllib.callbacks import DefaultCallbacks
 from cadence.interop.rllib.env_adapter import as_gymnasium_env
-from cadence.interop.rllib.collectors import Episode, SampleCollector, SimpleListCollector, _to_numpy
+from cadence.interop.rllib._batch_columns import leaves, map_column, to_numpy
+from cadence.interop.rllib.collectors import Episode, SampleCollector, SimpleListCollector
 from cadence.interop.rllib.multi_agent_batch import MultiAgentBatch
 from cadence.interop.rllib.multi_agent_env import ALL_KEY, MultiAgentEnv, MultiAgentEnvChecker
 from cadence.interop.rllib.sample_batch import DEFAULT_POLICY_ID, SampleBatch, concat_samples
@@ -258,20 +259,16 @@ class SyncSampler:
         actions, state_outs, extra = policy.compute_actions_from_input_dict(
             input_dict, explore=self.explore, timestep=policy.global_timestep, episodes=episodes
         )
-        actions = _to_numpy(actions)
-        state_outs = [_to_numpy(state) for state in state_outs]
-        extra = _to_numpy(dict(extra))
-        nested = [key for key, value in extra.items() if isinstance(value, Mapping)]
-        if isinstance(actions, Mapping) or nested:
-            raise NotImplementedError(
-                "SyncSampler: nested (dict) actions or extra fetches are not supported yet; got "
-                f"{'dict actions' if isinstance(actions, Mapping) else f'dict extra fetches {nested}'}"
-            )
-        if actions.ndim == 0 or len(actions) != len(keys):
-            raise ValueError(
-                f"compute_actions_from_input_dict returned actions of shape {actions.shape} for {len(keys)} envs; "
-                "expected one per row of the input dict (shape [B, ...])"
-            )
+        actions = to_numpy(actions)
+        state_outs = [to_numpy(state) for state in state_outs]
+        extra = to_numpy(dict(extra))
+        checked = [(SB.ACTIONS, actions)] if isinstance(actions, np.ndarray) else leaves(SB.ACTIONS, actions)
+        for path, leaf in checked:  # Dict/Tuple actions: every leaf has a row per agent
+            if leaf.ndim == 0 or len(leaf) != len(keys):
+                raise ValueError(
+                    f"compute_actions_from_input_dict returned {path} of shape {leaf.shape} for {len(keys)} "
+                    "agents; expected one per row of the input dict (shape [B, ...])"
+                )
         return keys, actions, state_outs, extra
 
     def _step(self) -> list[SampleBatch | MultiAgentBatch]:
@@ -282,7 +279,7 @@ class SyncSampler:
         built: list[SampleBatch | MultiAgentBatch] = []
         for row, (episode_id, agent_id, env_id) in enumerate(keys):
             episode = self._episodes[env_id]
-            action = actions[row]
+            action = _row(actions, row)
             obs, reward, terminated, truncated, info = self.envs[env_id].step(action)
             env_done = bool(terminated or truncated)
             hit_horizon = self.horizon is not None and episode.length + 1 >= self.horizon and not env_done
@@ -295,7 +292,7 @@ class SyncSampler:
                 SB.TRUNCATEDS: (bool(truncated) or (hit_horizon and not soft_cut)) and not self.no_done_at_end,
             }
             values.update({f"state_out_{i}": state[row] for i, state in enumerate(state_outs)})
-            values.update({key: value[row] for key, value in extra.items()})
+            values.update({key: _row(value, row) for key, value in extra.items()})
             episode.total_reward += float(reward)
             self.collector.add_action_reward_next_obs(episode_id, agent_id, env_id, DEFAULT_POLICY_ID, over, values)
             self.collector.episode_step(episode)
@@ -325,10 +322,11 @@ class SyncSampler:
         for policy_id in self.policy_map:
             keys, actions, state_outs, extra = self._compute(policy_id)
             for row, (_, agent_id, env_id) in enumerate(keys):
-                values: dict[str, Any] = {SB.ACTIONS: actions[row]}
+                action = _row(actions, row)
+                values: dict[str, Any] = {SB.ACTIONS: action}
                 values.update({f"state_out_{i}": state[row] for i, state in enumerate(state_outs)})
-                values.update({key: value[row] for key, value in extra.items()})
-                action_dicts[env_id][agent_id] = actions[row]
+                values.update({key: _row(value, row) for key, value in extra.items()})
+                action_dicts[env_id][agent_id] = action
                 self._acted[env_id][agent_id] = values
         built: list[SampleBatch | MultiAgentBatch] = []
         for env_id, env in enumerate(self.envs):
@@ -512,3 +510,8 @@ class AsyncSampler(SyncSampler):
         self._stopping.set()
         if self._thread is not None:
             self._thread.join(timeout)
+
+
+def _row(value: Any, row: int) -> Any:
+    """Row ``row`` of a batched policy output, leaf by leaf for Dict/Tuple actions."""
+    return value[row] if isinstance(value, np.ndarray) else map_column(lambda leaf: leaf[row], value)

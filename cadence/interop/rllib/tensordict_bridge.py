@@ -10,7 +10,8 @@ Rules:
 * A numeric numpy column (bool, int, uint, float, complex) becomes ``torch.from_numpy(column)``:
   the same memory. The only exception is an array with a negative stride (``a[::-1]``), which
   torch cannot view: it is copied (``np.ascontiguousarray``).
-* A nested dict becomes a nested TensorDict of the same batch size.
+* A nested dict becomes a nested TensorDict of the same batch size; a tuple (a ``Tuple``
+  space's column) one keyed ``"0"``, ``"1"``, ... (it comes back as a dict with those keys).
 * A non-numeric column (a list such as ``infos``, a numpy array of ``str``/``object``) becomes a
   ``NonTensorStack`` of its rows, or is left out with ``keep_non_tensor=False``. The rows
   themselves (e.g. the info dicts) are the same objects; the container is new.
@@ -96,6 +97,10 @@ def _column_to_entry(key: str, value: Any, batch_size: int, keep_non_tensor: boo
         return columns_to_tensordict(
             {f"{k}": v for k, v in value.items()}, batch_size, keep_non_tensor=keep_non_tensor
         )
+    if isinstance(value, tuple):  # a Tuple space's column: TensorDict keys are strings
+        return columns_to_tensordict(
+            {f"{i}": v for i, v in enumerate(value)}, batch_size, keep_non_tensor=keep_non_tensor
+        )
     rows = len(value) if hasattr(value, "__len__") else None
     if rows != batch_size:
         raise ValueError(f"column {key!r} has {rows} rows, expected {batch_size} (the batch size)")
@@ -103,7 +108,7 @@ def _column_to_entry(key: str, value: Any, batch_size: int, keep_non_tensor: boo
         return value
     if isinstance(value, np.ndarray) and value.dtype.kind in _NUMERIC_KINDS:
         return _to_tensor(key, value)
-    if isinstance(value, (np.ndarray, list, tuple)):
+    if isinstance(value, (np.ndarray, list)):
         if not keep_non_tensor:
             return None
         # tolist() turns object/str arrays into Python rows; lists are kept row for row

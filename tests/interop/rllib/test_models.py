@@ -140,8 +140,11 @@ def test_obs_flat_is_derived_from_obs_one_hot_for_discrete_parts() -> None:
     assert seen["flat"].tolist() == expected and sorted(expected[0]) == [0, 0, 1, 1, 1]
     assert batch.accessed_keys == {"obs"}
     assert flatten_obs(gym.spaces.MultiDiscrete([2, 3]), np.array([[1, 2]])).tolist() == [[0, 1, 0, 0, 1]]
-    with pytest.raises(TypeError, match="cannot flatten observations of space Tuple"):
+    assert flatten_obs(gym.spaces.Tuple([ACT]), (np.array([1]),)).tolist() == [[0, 1]]
+    with pytest.raises(TypeError, match="the observation space is a Tuple of 1 but the obs is a ndarray"):
         flatten_obs(gym.spaces.Tuple([ACT]), np.zeros((1, 1)))
+    with pytest.raises(TypeError, match="cannot flatten observations of space Text"):
+        flatten_obs(gym.spaces.Text(4), np.array(["abc"]))
 
 
 def test_state_and_seq_lens_are_read_from_the_input_dict() -> None:

@@ -468,3 +468,17 @@ def test_single_step_input_dict_with_windows():
     assert step["last_actions"].tolist() == [[6, 7]] and "unused" not in step
     at_one = batch.get_single_step_input_dict(views, index=1)
     assert at_one["frames"].tolist() == [[[0.0], [0.0], [1.0]]] and at_one["last_actions"].tolist() == [[0, 5]]
+
+
+def test_tuples_are_structure_and_lists_are_data() -> None:
+    # RLlib's rule: a tuple holds one column per part (a Tuple space), a list is one column.
+    batch = SampleBatch({"actions": (np.arange(3), np.ones((3, 2))), "t": [0, 1, 2]})
+    assert batch.count == 3 and isinstance(batch["t"], np.ndarray)
+    assert batch[1:][SampleBatch.ACTIONS][0].tolist() == [1, 2]
+    td = batch.to_tensordict()
+    assert td["actions", "1"].shape == (3, 2)
+    assert sorted(SampleBatch.from_tensordict(td)["actions"]) == ["0", "1"]  # back as a dict
+    with pytest.raises(ValueError, match=r"column 'actions/1' has 2 rows but 'actions/0' has 3"):
+        SampleBatch({"actions": (np.arange(3), np.ones((2, 2)))})
+    with pytest.raises(ValueError, match=r"column 'actions' is a tuple of 2 parts in one batch and 1 parts"):
+        concat_samples([batch, SampleBatch({"actions": (np.arange(1),), "t": [3]})])

@@ -176,5 +176,5 @@ def test_policy_outputs_are_checked_and_extra_fetches_collected() -> None:
             return np.zeros(len(input_dict[SB.OBS]) + 1, np.int64), [], {}
 
     policy = WrongRows(env.observation_space, env.action_space, {})  # unpruned: pruning would catch it first
-    with pytest.raises(ValueError, match=r"actions of shape \(2,\) for 1 envs"):
+    with pytest.raises(ValueError, match=r"actions of shape \(2,\) for 1 agents"):
         SyncSampler(envs=[CounterEnv()], policy_map={"default_policy": policy}).get_data()

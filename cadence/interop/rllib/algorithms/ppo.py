@@ -48,6 +48,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from cadence.interop.rllib._batch_columns import map_column
 from cadence.interop.rllib.models import FullyConnectedNetwork, ModelV2
 from cadence.interop.rllib.policy import LEARNER_STATS_KEY, Policy
 from cadence.interop.rllib.sample_batch import SampleBatch
@@ -279,8 +280,8 @@ class PPOTorchPolicy(Policy):
         }
         return actions.numpy(), [], extra
 
-    def _values(self, obs: np.ndarray) -> np.ndarray:
-        """The value function on the observations ``obs`` ``[B, ...]``."""
+    def _values(self, obs: Any) -> np.ndarray:
+        """The value function on the observations ``obs`` ``[B, ...]`` (leaf by leaf for Dict/Tuple)."""
         with torch.no_grad():
             self.model({SampleBatch.OBS: obs})
             return self.model.value_function().float().numpy()
@@ -329,7 +330,7 @@ class PPOTorchPolicy(Policy):
             next_values[:-1] = values[1:]
             bootstrap = ends & ~terminated
             if bootstrap.any():
-                next_values[bootstrap] = self._values(np.asarray(next_obs)[bootstrap])
+                next_values[bootstrap] = self._values(map_column(lambda leaf: np.asarray(leaf)[bootstrap], next_obs))
         else:
             # RLlib without a critic: plain discounted returns, no baseline, no bootstrap value.
             values = np.zeros(rows, np.float32)
@@ -488,12 +489,9 @@ class PPOTorchPolicy(Policy):
                 raise KeyError(f"PPOTorchPolicy.learn_on_batch(): the batch has no column {key!r}; got {sorted(batch.keys())}")
             if key not in needed:
                 needed.append(key)
-        # Numeric columns only (infos and other object columns have no tensor form), float64 as float32.
-        arrays = {key: np.asarray(batch[key]) for key in needed}
-        columns = {
-            key: torch.from_numpy(np.ascontiguousarray(array, np.float32 if array.dtype == np.float64 else None))
-            for key, array in arrays.items() if array.dtype.kind in "biuf"
-        }
+        # Numeric columns only (infos and other object columns have no tensor form), leaf by leaf.
+        columns = {key: map_column(_train_tensor, batch[key]) for key in needed}
+        columns = {key: value for key, value in columns.items() if value is not None}
         advantages = columns[Postprocessing.ADVANTAGES].float()
         if advantages.shape[0] == 0:
             raise ValueError("PPOTorchPolicy.learn_on_batch(): expected a batch with at least one row, got 0 rows")
@@ -511,7 +509,9 @@ class PPOTorchPolicy(Policy):
             epoch_stats = []
             for start in range(0, rows - size + 1, size):
                 index = order[start:start + size]
-                minibatch = SampleBatch({key: value[index] for key, value in columns.items()}, _is_training=True)
+                minibatch = SampleBatch(
+                    {key: map_column(lambda leaf: leaf[index], value) for key, value in columns.items()}, _is_training=True
+                )
                 total = self.loss(self.model, self.dist_class, minibatch)
                 optimizer.zero_grad()
                 total.backward()
@@ -528,3 +528,11 @@ class PPOTorchPolicy(Policy):
             LEARNER_STATS_KEY: learner_stats, "num_agent_steps_trained": rows,
             "num_grad_updates_lifetime": self.num_grad_updates,
         }
+
+
+def _train_tensor(leaf: Any) -> torch.Tensor | None:
+    """One numeric column as a tensor (float64 as float32); None for object columns such as infos."""
+    array = np.asarray(leaf)
+    if array.dtype.kind not in "biuf":
+        return None
+    return torch.from_numpy(np.ascontiguousarray(array, np.float32 if array.dtype == np.float64 else None))
