@@ -72,7 +72,7 @@ Examples:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -184,7 +184,25 @@ def _check_multiagent(multiagent: Any) -> list[str]:
     if not isinstance(policies, (Mapping, set, frozenset, list, tuple)):
         problems.append(f"multiagent.policies: expected a dict of policy specs or a set of ids, got "
                         f"{type(policies).__name__}")
+    to_train = multiagent.get("policies_to_train")
+    if not (to_train is None or callable(to_train) or isinstance(to_train, (set, frozenset, list, tuple))):
+        problems.append(f"multiagent.policies_to_train: expected None, a collection of policy ids or a function "
+                        f"(policy_id, batch) -> bool, got {type(to_train).__name__}")
     return problems
+
+
+def _policies_to_train_fn(to_train: Any, policy_ids: Sequence[str]) -> Callable[..., bool]:
+    """RLlib's ``is_policy_to_train(policy_id, batch=None)`` from ``multiagent.policies_to_train``."""
+    if to_train is None:
+        return lambda policy_id, batch=None: True
+    if callable(to_train):
+        return to_train
+    unknown = sorted(set(to_train) - set(policy_ids))
+    if unknown:
+        raise ValueError(f"RolloutWorker: multiagent.policies_to_train names {unknown}, which are not among the "
+                         f"policies {sorted(policy_ids)}")
+    chosen = frozenset(to_train)
+    return lambda policy_id, batch=None: policy_id in chosen
 
 
 def _parse_policy_spec(policy_id: str, spec: Any) -> tuple[Any, Any, Any, dict[str, Any]]:
@@ -221,6 +239,9 @@ class RolloutWorker:
     Attributes:
         policy_map: ``{"default_policy": policy}``, or one policy per ``multiagent.policies`` id.
         policy_mapping_fn: ``multiagent.policy_mapping_fn`` (``None``: all to ``"default_policy"``).
+        is_policy_to_train: ``fn(policy_id, batch=None) -> bool`` from
+            ``multiagent.policies_to_train`` (``None``: every policy; a collection of ids;
+            or RLlib's function); :meth:`learn_on_batch` trains only those.
         env: The first env; ``envs``: all of them. ``sampler``: the :class:`SyncSampler`
             (an :class:`AsyncSampler` with ``sample_async``).
         callbacks: The :class:`DefaultCallbacks` instance.
@@ -292,6 +313,7 @@ class RolloutWorker:
                 DEFAULT_POLICY_ID: self._ready(policy_cls(obs_space or self.env.observation_space,
                                                           act_space or self.env.action_space, config))
             }
+        self.is_policy_to_train = _policies_to_train_fn(multiagent.get("policies_to_train"), list(self.policy_map))
         self.callbacks: DefaultCallbacks = cfg["callbacks"]()
         sampler_cls = AsyncSampler if cfg["sample_async"] else SyncSampler
         self.sampler: SyncSampler = sampler_cls(
@@ -412,8 +434,21 @@ class RolloutWorker:
                 raise KeyError(f"set_weights: no policy {policy_id!r}; this worker has {sorted(self.policy_map)}")
             self.policy_map[policy_id].set_weights(policy_weights)
 
+    def get_policies_to_train(self, batch: SampleBatch | MultiAgentBatch | None = None) -> set[str]:
+        """The ids of the policies that :meth:`learn_on_batch` trains (``multiagent.policies_to_train``).
+
+        Examples:
+            >>> import gymnasium as gym
+            >>> from cadence.interop.rllib.policy import RandomPolicy
+            >>> RolloutWorker(env_creator=lambda ctx: gym.make("CartPole-v1"), policy_spec=RandomPolicy).get_policies_to_train()
+            {'default_policy'}
+        """
+        return {policy_id for policy_id in self.policy_map if self.is_policy_to_train(policy_id, batch)}
+
     def learn_on_batch(self, samples: SampleBatch | MultiAgentBatch) -> dict[str, Any]:
-        """Trains the policy on ``samples``; returns ``{policy_id: learner info}``.
+        """Trains the policies to train on their part of ``samples``; returns ``{policy_id: learner info}``.
+
+        A policy left out by ``multiagent.policies_to_train`` is not trained and has no entry.
 
         Examples:
             >>> import gymnasium as gym
@@ -424,10 +459,9 @@ class RolloutWorker:
             ...
             NotImplementedError: RandomPolicy.learn_on_batch(): the default makes one gradient step on loss() ...
         """
-        if isinstance(samples, MultiAgentBatch):
-            return {policy_id: self.policy_map[policy_id].learn_on_batch(batch)
-                    for policy_id, batch in samples.policy_batches.items()}
-        return {DEFAULT_POLICY_ID: self.policy_map[DEFAULT_POLICY_ID].learn_on_batch(samples)}
+        batches = samples.policy_batches if isinstance(samples, MultiAgentBatch) else {DEFAULT_POLICY_ID: samples}
+        return {policy_id: self.policy_map[policy_id].learn_on_batch(batch)
+                for policy_id, batch in batches.items() if self.is_policy_to_train(policy_id, samples)}
 
     def stop(self) -> None:
         """Stops an async sampler's thread and closes the envs.

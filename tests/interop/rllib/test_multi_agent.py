@@ -382,3 +382,27 @@ def test_done_agent_must_not_come_back() -> None:
     env.env.step_result = ({"a": 1}, {}, NOT_ALL, NOT_ALL, {})
     with pytest.raises(ValueError, match=r"obs has agent 'a', which is done"):
         env.step({})
+
+
+class LearningPolicy(RecordingPolicy):
+    def learn_on_batch(self, samples: SampleBatch) -> dict[str, Any]:
+        return {"rows": samples.count}
+
+
+@pytest.mark.parametrize("to_train", [["pa"], {"pa"}, lambda policy_id, batch=None: policy_id == "pa"])
+def test_policies_to_train_limits_learning(to_train: Any) -> None:
+    multiagent = {"policies": {"pa": None, "pb": None}, "policy_mapping_fn": by_agent, "policies_to_train": to_train}
+    worker = RolloutWorker(env_creator=lambda ctx: TurnEnv(**ctx), policy_spec=LearningPolicy,
+                           policy_config={"rollout_fragment_length": 4, "seed": 0, "multiagent": multiagent})
+    batch = worker.sample()
+    assert set(batch.policy_batches) == {"pa", "pb"}  # both still collect
+    assert worker.get_policies_to_train() == {"pa"}
+    assert worker.learn_on_batch(batch) == {"pa": {"rows": batch.policy_batches["pa"].count}}
+
+
+def test_policies_to_train_errors_name_the_problem() -> None:
+    with pytest.raises(ValueError, match=r"policies_to_train names \['pc'\], which are not among the policies \['pa', 'pb'\]"):
+        turn_worker(multiagent={"policies": {"pa": None, "pb": None}, "policy_mapping_fn": by_agent,
+                                "policies_to_train": ["pa", "pc"]})
+    with pytest.raises(ValueError, match="policies_to_train: expected None, a collection of policy ids or a function"):
+        turn_worker(multiagent={"policies": {"pa": None, "pb": None}, "policies_to_train": "pa"})
