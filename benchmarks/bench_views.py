@@ -121,17 +121,24 @@ def act(net: torch.nn.Module, x: torch.Tensor, generator: torch.Generator) -> to
 # The plain loop
 
 
-def plain_sampler(seed: int = SEED) -> Any:
-    """A callable returning one fragment of ``FRAGMENT`` steps (a dict of arrays) per call."""
+def plain_sampler(num_envs: int = 1, seed: int = SEED) -> Any:
+    """A callable returning one fragment of ``FRAGMENT`` steps (a dict of arrays) per call.
+
+    With ``num_envs`` envs, one policy call per step acts for all of them (one input row
+    each) and each env writes its own ``FRAGMENT // num_envs`` rows, one after the other.
+    """
     import gymnasium as gym
 
-    env = gym.make("CartPole-v1")
+    envs = [gym.make("CartPole-v1") for _ in range(num_envs)]
     net, generator = make_net(), torch.Generator().manual_seed(seed + 1)
-    obs, _ = env.reset(seed=seed)
-    state = {"obs": obs, "prev_action": 0, "prev_reward": 0.0, "eps_id": 0, "t": 0}
+    obs = np.stack([env.reset(seed=seed + i)[0] for i, env in enumerate(envs)])
+    prev_action, prev_reward = np.zeros(num_envs, np.int64), np.zeros(num_envs, np.float32)
+    eps_id, t = np.arange(num_envs, dtype=np.int64), np.zeros(num_envs, np.int64)
+    per_env = FRAGMENT // num_envs
 
     def fragment() -> dict[str, np.ndarray]:
-        n = FRAGMENT
+        nonlocal obs, prev_action, prev_reward, eps_id, t
+        n = per_env * num_envs
         out = {
             "obs": np.empty((n, 4), np.float32), "new_obs": np.empty((n, 4), np.float32),
             "actions": np.empty(n, np.int64), "rewards": np.empty(n, np.float32),
@@ -139,22 +146,21 @@ def plain_sampler(seed: int = SEED) -> Any:
             "prev_actions": np.empty(n, np.int64), "prev_rewards": np.empty(n, np.float32),
             "eps_id": np.empty(n, np.int64), "t": np.empty(n, np.int64),
         }
-        obs, prev_action, prev_reward = state["obs"], state["prev_action"], state["prev_reward"]
-        eps_id, t = state["eps_id"], state["t"]
-        for i in range(n):
-            x = features(obs[None], np.array([prev_action]), np.array([prev_reward], np.float32))
-            action = int(act(net, x, generator)[0])
-            new_obs, reward, terminated, truncated, _ = env.step(action)
-            out["obs"][i], out["new_obs"][i], out["actions"][i], out["rewards"][i] = obs, new_obs, action, reward
-            out["terminateds"][i], out["truncateds"][i] = terminated, truncated
-            out["prev_actions"][i], out["prev_rewards"][i], out["eps_id"][i], out["t"][i] = (
-                prev_action, prev_reward, eps_id, t)
-            if terminated or truncated:
-                obs, _ = env.reset()
-                prev_action, prev_reward, eps_id, t = 0, 0.0, eps_id + 1, 0
-            else:
-                obs, prev_action, prev_reward, t = new_obs, action, float(reward), t + 1
-        state.update(obs=obs, prev_action=prev_action, prev_reward=prev_reward, eps_id=eps_id, t=t)
+        for step in range(per_env):
+            actions = act(net, features(obs, prev_action, prev_reward), generator).numpy()
+            for e, env in enumerate(envs):
+                row, action = e * per_env + step, int(actions[e])
+                new_obs, reward, terminated, truncated, _ = env.step(action)
+                out["obs"][row], out["new_obs"][row], out["actions"][row], out["rewards"][row] = (
+                    obs[e], new_obs, action, reward)
+                out["terminateds"][row], out["truncateds"][row] = terminated, truncated
+                out["prev_actions"][row], out["prev_rewards"][row], out["eps_id"][row], out["t"][row] = (
+                    prev_action[e], prev_reward[e], eps_id[e], t[e])
+                if terminated or truncated:
+                    obs[e], _ = env.reset()
+                    prev_action[e], prev_reward[e], eps_id[e], t[e] = 0, 0.0, eps_id[e] + num_envs, 0
+                else:
+                    obs[e], prev_action[e], prev_reward[e], t[e] = new_obs, action, reward, t[e] + 1
         return out
 
     return fragment
@@ -214,12 +220,13 @@ def cadence_policies() -> dict[str, type]:
     return {"views": ViewsPolicy, "obs_only": ObsOnlyPolicy, "everything": EverythingPolicy}
 
 
-def cadence_worker(policy_cls: type, callbacks: type | None = None) -> Any:
+def cadence_worker(policy_cls: type, callbacks: type | None = None, num_envs: int = 1) -> Any:
     import gymnasium as gym
     from cadence.interop.rllib import RolloutWorker
 
-    config: dict[str, Any] = {"rollout_fragment_length": FRAGMENT, "batch_mode": "truncate_episodes",
-                              "num_envs_per_worker": 1, "seed": SEED}
+    # rollout_fragment_length is per env (RLlib's meaning): FRAGMENT steps per sample() in all
+    config: dict[str, Any] = {"rollout_fragment_length": FRAGMENT // num_envs, "batch_mode": "truncate_episodes",
+                              "num_envs_per_worker": num_envs, "seed": SEED}
     if callbacks is not None:
         config["callbacks"] = callbacks
     return RolloutWorker(env_creator=lambda ctx: gym.make("CartPole-v1"), policy_spec=policy_cls,
@@ -235,13 +242,13 @@ def time_steps(sample: Any, steps: int, count: Any) -> float:
     return done / (time.perf_counter() - start)
 
 
-def measure_cadence(steps: int) -> float:
-    worker = cadence_worker(cadence_policies()["views"])
+def measure_cadence(steps: int, num_envs: int) -> float:
+    worker = cadence_worker(cadence_policies()["views"], num_envs=num_envs)
     return time_steps(worker.sample, steps, lambda batch: batch.count)
 
 
-def measure_plain(steps: int) -> float:
-    return time_steps(plain_sampler(), steps, lambda out: len(out["t"]))
+def measure_plain(steps: int, num_envs: int) -> float:
+    return time_steps(plain_sampler(num_envs), steps, lambda out: len(out["t"]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -281,7 +288,7 @@ def measure_memory(kind: str) -> dict[str, Any]:
 # ray's RolloutWorker (runs in the ray venv: --part ray)
 
 
-def ray_part(steps: int) -> dict[str, Any]:
+def ray_part(steps: int, num_envs: int) -> dict[str, Any]:
     import logging
 
     warnings.simplefilter("ignore")
@@ -321,7 +328,8 @@ def ray_part(steps: int) -> dict[str, Any]:
         .api_stack(enable_rl_module_and_learner=False, enable_env_runner_and_connector_v2=False)
         .environment("CartPole-v1")
         .framework("torch")
-        .env_runners(rollout_fragment_length=FRAGMENT, num_envs_per_env_runner=1, batch_mode="truncate_episodes")
+        .env_runners(rollout_fragment_length=FRAGMENT // num_envs, num_envs_per_env_runner=num_envs,
+                     batch_mode="truncate_episodes")
         .debugging(seed=SEED)
     )
     worker = RolloutWorker(env_creator=lambda ctx: gym.make("CartPole-v1"), default_policy_class=RayViewsPolicy,
@@ -337,9 +345,9 @@ def ray_part(steps: int) -> dict[str, Any]:
             "torch": torch.__version__, "ray_initialized": bool(ray.is_initialized())}
 
 
-def run_ray(python: str, steps: int) -> tuple[float | None, str]:
+def run_ray(python: str, steps: int, num_envs: int) -> tuple[float | None, str]:
     """One ray measurement in a subprocess of ``python``: (steps/s, note)."""
-    cmd = [python, str(Path(__file__).resolve()), "--part", "ray", "--steps", str(steps)]
+    cmd = [python, str(Path(__file__).resolve()), "--part", "ray", "--steps", str(steps), "--num-envs", str(num_envs)]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=1800)
     lines = [line for line in proc.stdout.splitlines() if line.startswith(MARKER)]
     if proc.returncode or not lines:
@@ -384,6 +392,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds, best kept (default: %(default)s)")
     parser.add_argument("--ray-python", default=None, help="python of a venv holding ray[rllib] (default: ray-venv.sh's)")
     parser.add_argument("--skip-ray", action="store_true", help="do not measure ray")
+    parser.add_argument("--num-envs", type=lambda text: [int(n) for n in text.split(",")], default=[1, 8],
+                        help="envs per worker, comma-separated: each a row of the table (default: 1,8)")
     parser.add_argument("--profile", action="store_true", help="also profile 5 sample() calls (cProfile, self time)")
     parser.add_argument("--part", choices=["ray"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -391,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.part == "ray":
         try:
-            result = ray_part(args.steps)
+            result = ray_part(args.steps, args.num_envs[0])
         except Exception as error:  # noqa: BLE001 - reported to the parent, which says why
             import traceback
 
@@ -403,40 +413,45 @@ def main(argv: list[str] | None = None) -> int:
     ray_python, ray_note = (None, "skipped (--skip-ray)") if args.skip_ray else (
         (args.ray_python, "") if args.ray_python else find_ray_python())
     print(f"python {platform.python_version()}, torch {torch.__version__}, numpy {np.__version__}, "
-          f"{args.steps} steps x {args.rounds} rounds, fragment {FRAGMENT}, 1 torch thread", flush=True)
+          f"{args.steps} steps x {args.rounds} rounds, {FRAGMENT} steps per sample() (all envs), 1 torch thread",
+          flush=True)
 
-    results: dict[str, list[float]] = {"plain": [], "cadence": [], "ray": []}
-    for round_ in range(args.rounds):
-        results["plain"].append(measure_plain(args.steps))
-        results["cadence"].append(measure_cadence(args.steps))
-        line = f"round {round_ + 1}: plain {results['plain'][-1]:,.0f}  cadence {results['cadence'][-1]:,.0f}"
-        if ray_python:
-            rate, note = run_ray(ray_python, args.steps)
-            if rate is None:
-                ray_python, ray_note = None, note
-            else:
-                results["ray"].append(rate)
-                ray_note = note
-                line += f"  ray {rate:,.0f}"
-        print(line + " steps/s", flush=True)
+    table = []
+    for num_envs in args.num_envs:
+        results: dict[str, list[float]] = {"plain": [], "cadence": [], "ray": []}
+        for round_ in range(args.rounds):
+            results["plain"].append(measure_plain(args.steps, num_envs))
+            results["cadence"].append(measure_cadence(args.steps, num_envs))
+            line = (f"{num_envs} env(s), round {round_ + 1}: plain {results['plain'][-1]:,.0f}  "
+                    f"cadence {results['cadence'][-1]:,.0f}")
+            if ray_python:
+                rate, note = run_ray(ray_python, args.steps, num_envs)
+                if rate is None:
+                    ray_python, ray_note = None, note
+                else:
+                    results["ray"].append(rate)
+                    ray_note = note
+                    line += f"  ray {rate:,.0f}"
+            print(line + " steps/s", flush=True)
+        table.append((num_envs, results))
 
-    best = {name: max(values) if values else None for name, values in results.items()}
-    cadence = best["cadence"]
     print()
-    print("| contender | env steps/s (best) | per round | cadence / contender | target | result |")
+    print("| envs | cadence `RolloutWorker.sample()` | plain loop | cadence / plain (>= 0.5x) | "
+          "ray 2.60 `RolloutWorker` (old stack) | cadence / ray (>= 10x) |")
     print("|---|---|---|---|---|---|")
-    print(f"| cadence RolloutWorker.sample() | {cadence:,.0f} | "
-          f"{' / '.join(f'{v:,.0f}' for v in results['cadence'])} | - | - | - |")
-    ratio = cadence / best["plain"]
-    print(f"| plain loop | {best['plain']:,.0f} | {' / '.join(f'{v:,.0f}' for v in results['plain'])} | "
-          f"{ratio:.2f}x | >= {PLAIN_TARGET}x | {'PASS' if ratio >= PLAIN_TARGET else 'FAIL'} |")
-    if best["ray"]:
-        ratio = cadence / best["ray"]
-        print(f"| ray 2.60 RolloutWorker (old stack) | {best['ray']:,.0f} | "
-              f"{' / '.join(f'{v:,.0f}' for v in results['ray'])} | {ratio:.1f}x | >= {RAY_TARGET:.0f}x | "
-              f"{'PASS' if ratio >= RAY_TARGET else 'FAIL'} |")
-    else:
-        print(f"| ray RolloutWorker (old stack) | not measured | - | - | >= {RAY_TARGET:.0f}x | - |")
+    for num_envs, results in table:
+        cadence, plain = max(results["cadence"]), max(results["plain"])
+        ratio = cadence / plain
+        row = (f"| {num_envs} | {cadence:,.0f} | {plain:,.0f} | {ratio:.2f}x "
+               f"{'PASS' if ratio >= PLAIN_TARGET else 'FAIL'} |")
+        if results["ray"]:
+            ray_ratio = cadence / max(results["ray"])
+            row += f" {max(results['ray']):,.0f} | {ray_ratio:.1f}x {'PASS' if ray_ratio >= RAY_TARGET else 'FAIL'} |"
+        else:
+            row += " not measured | - |"
+        print(row)
+        per_round = {name: " / ".join(f"{v:,.0f}" for v in values) for name, values in results.items() if values}
+        print(f"<!-- {num_envs} env(s), per round: {per_round} -->")
     print(f"\nray: {ray_note}")
 
     print("\nMemory, one fragment of 1000 steps (collector: peak of its per-episode lists, measured at every step):\n")

@@ -18,9 +18,16 @@ import torch
 INFOS = "infos"
 
 
+_STRUCTURE_BY_TYPE: dict[type, bool] = {}
+
+
 def is_structure(value: Any) -> bool:
     """Whether ``value`` is a container of columns (a dict or a tuple), not a leaf."""
-    return isinstance(value, (Mapping, tuple))
+    kind = type(value)
+    known = _STRUCTURE_BY_TYPE.get(kind)
+    if known is None:  # asked once per type: the per-step check stays a dict lookup
+        known = _STRUCTURE_BY_TYPE[kind] = issubclass(kind, (Mapping, tuple))
+    return known
 
 
 def map_column(fn: Callable[[Any], Any], value: Any) -> Any:

@@ -338,12 +338,6 @@ class _AgentCollector:
         if data_col == SB.INFOS:  # dicts, {} outside the steps
             return infos_view(view_col, view, buffer, t, 1)[0]
         shifts = view.shift_arr
-        if len(shifts) == 1 and not view.multiple_shifts:
-            # the common views (obs, prev_actions, prev_rewards): one stored step, read as it is
-            index = t + int(shifts[0])
-            if 0 <= index < len(buffer):
-                value = buffer[index]
-                return value if is_structure(value) else np.asarray(value, dtype=_DTYPES.get(data_col))
         # Only the few entries the window reads are converted (no O(T) copy per step).
         lo, hi = max(0, t + int(shifts.min())), min(len(buffer), t + int(shifts.max()) + 1)
         prefix = self._prefix(data_col, -(t + int(shifts.min())))
@@ -386,15 +380,15 @@ class _AgentCollector:
                                     else stack_steps(buffer, dtype=_DTYPES.get(data_col)))
             data = arrays[data_col]
             before = map_column(lambda leaf: leaf[:start], data) if start else None
-            prefix = self._prefix(data_col, -int(view.shift_arr.min()))
+            prefix = self._prefix(data_col, -int(view.shift_arr.min())) if data_col in self.initial else None
             if prefix is not None:  # state columns: arrays, never nested
                 before = prefix.astype(data.dtype) if before is None else np.concatenate([prefix.astype(data.dtype), before])
             columns[view_col] = map_columns(
                 lambda leaf, leaf_before: episode_view(view, leaf[start:], num_steps=n, before=leaf_before, view_col=view_col),
                 data, before,
             )
-        if max_seq_len == 1:
-            return SampleBatch(columns)
+        if max_seq_len == 1:  # every view has n rows by construction: no row checks
+            return SampleBatch(columns, _trusted_count=n)
         return SampleBatch(columns, seq_lens=sequence_lengths(n, max_seq_len), _max_seq_len=max_seq_len)
 
     def advance(self, keep: int) -> None:
@@ -441,7 +435,7 @@ class SimpleListCollector(SampleCollector):
         self._episodes: dict[int, Episode] = {}
         self._queued: dict[str, list[tuple[int, Any]]] = {}
         self.forward_pass_agent_keys: dict[str, list[tuple[int, Any, int]]] = {}
-        self._inference_cache: dict[str, tuple[tuple[Any, ...], list[tuple[str, ViewRequirement]]]] = {}
+        self._inference_cache: dict[str, tuple[tuple[Any, ...], list[tuple[str, ViewRequirement, str, int | None]]]] = {}
         self._pending: list[tuple[str, SampleBatch]] = []
         self._env_steps = 0
         self._agent_steps = 0
@@ -514,8 +508,8 @@ class SimpleListCollector(SampleCollector):
             raise KeyError(f"(episode {episode_id}, agent {agent_id!r}) has no init obs; call add_init_obs() first")
         if SB.NEXT_OBS not in values:
             raise KeyError(f"values must hold {SB.NEXT_OBS!r} (the observation after the step); got {sorted(values)}")
-        values = dict(values)
         if SB.REWARDS in values and self.clip_rewards:
+            values = dict(values)  # the caller's dict stays as it is
             reward = float(values[SB.REWARDS])
             values[SB.REWARDS] = (np.sign(reward) if self.clip_rewards is True
                                   else float(np.clip(reward, -self.clip_rewards, self.clip_rewards)))
@@ -575,32 +569,45 @@ class SimpleListCollector(SampleCollector):
         agents = [self._agents[key] for key in keys]
         self.forward_pass_agent_keys[policy_id] = [(a.episode.episode_id, a.agent_id, a.env_id) for a in agents]
         columns: dict[str, Any] = {}
-        if agents:
-            for view_col, view in self._inference_views(policy_id, views):
-                infos = (view.data_col or view_col) == SB.INFOS  # dicts, but data, not structure
-                if len(agents) == 1:  # one row: a copy with a batch axis (np.stack costs several times more)
-                    value = agents[0].inference_value(view_col, view)
-                    columns[view_col] = (np.array(value)[None] if infos or not is_structure(value)
-                                         else map_column(lambda leaf: np.array(leaf)[None], value))
-                else:
-                    values = [agent.inference_value(view_col, view) for agent in agents]
-                    columns[view_col] = np.stack(values) if infos else stack_steps(values)
+        for view_col, view, data_col, shift in (self._inference_views(policy_id, views) if agents else ()):
+            if shift is None:  # windows, sampler columns, infos: the general reader
+                values = [agent.inference_value(view_col, view) for agent in agents]
+            else:  # one past step (obs, prev_actions, ...): that list entry as it is
+                values = []
+                for agent in agents:
+                    buffer, index = agent.buffers.get(data_col), agent.steps + shift
+                    values.append(buffer[index] if buffer is not None and 0 <= index < len(buffer)
+                                  else agent.inference_value(view_col, view))
+            if data_col == SB.INFOS:  # dicts, but data, not structure
+                columns[view_col] = np.stack(values)
+            elif is_structure(values[0]):
+                columns[view_col] = stack_steps(values, dtype=_DTYPES.get(data_col))
+            elif len(values) == 1:  # one row: a copy with a batch axis (np.stack costs several times more)
+                columns[view_col] = np.array(values[0], dtype=_DTYPES.get(data_col))[None]
+            else:
+                columns[view_col] = np.asarray(values, dtype=_DTYPES.get(data_col))
         if not agents:
             return SampleBatch(columns)
         # one row per agent in every column, by construction: no checks at every step
         columns[SB.SEQ_LENS] = np.ones(len(agents), np.int32)
         return SampleBatch(columns, _max_seq_len=1, _trusted_count=len(agents))
 
-    def _inference_views(self, policy_id: str, views: Mapping[str, ViewRequirement]) -> list[tuple[str, ViewRequirement]]:
+    def _inference_views(
+        self, policy_id: str, views: Mapping[str, ViewRequirement]
+    ) -> list[tuple[str, ViewRequirement, str, int | None]]:
+        """``(view_col, view, data_col, shift)`` of each inference view; ``shift`` None unless one past step."""
         # Chosen once per set of views, not at every step; a view added, replaced (the seed
         # adds next_actions after construction) or changed (view_changes) changes the choice.
         key = (tuple(views.items()), view_changes())
         cached = self._inference_cache.get(policy_id)
         if cached is None or cached[0] != key:
-            chosen = [
-                (view_col, view) for view_col, view in key[0]
-                if view.used_for_compute_actions and int(view.shift_arr.max()) <= 0
-            ]
+            chosen = []
+            for view_col, view in key[0]:
+                if not view.used_for_compute_actions or int(view.shift_arr.max()) > 0:
+                    continue
+                data_col = view.data_col or view_col
+                one_step = not view.multiple_shifts and data_col not in _SAMPLER_COLUMNS and data_col != SB.INFOS
+                chosen.append((view_col, view, data_col, int(view.shift_arr[0]) if one_step else None))
             cached = self._inference_cache[policy_id] = (key, chosen)
         return cached[1]
 

@@ -84,7 +84,7 @@ class SampleBatch(CheckedColumns):
         _zero_padded: whether the columns are right-zero-padded to ``_max_seq_len`` per
             sequence (then they have ``len(seq_lens) * max_seq_len`` rows, ``infos`` not).
         _num_grad_updates: the policy's gradient updates when the data was collected.
-        _trusted_count: Cadence's own hot paths only (the sampler's per-step input dicts):
+        _trusted_count: Cadence's own hot paths only (the sampler's input dicts, built fragments):
             the row count of columns already in stored form and known to agree, not checked.
         **kwargs: more columns, e.g. ``seq_lens=...`` (None or ``[]`` means none).
 

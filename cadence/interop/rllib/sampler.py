@@ -291,8 +291,10 @@ class SyncSampler:
                 SB.TERMINATEDS: bool(terminated) and not self.no_done_at_end,
                 SB.TRUNCATEDS: (bool(truncated) or (hit_horizon and not soft_cut)) and not self.no_done_at_end,
             }
-            values.update({f"state_out_{i}": state[row] for i, state in enumerate(state_outs)})
-            values.update({key: _row(value, row) for key, value in extra.items()})
+            if state_outs:
+                values.update({f"state_out_{i}": state[row] for i, state in enumerate(state_outs)})
+            if extra:
+                values.update({key: _row(value, row) for key, value in extra.items()})
             episode.total_reward += float(reward)
             self.collector.add_action_reward_next_obs(episode_id, agent_id, env_id, DEFAULT_POLICY_ID, over, values)
             self.collector.episode_step(episode)

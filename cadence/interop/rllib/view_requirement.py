@@ -455,6 +455,7 @@ def episode_view(
     step_shape = data.shape[1:]
     fill = _fill_value(view_requirement, step_shape, data.dtype, name)
 
+    one_shift = view_requirement.batch_repeat_value == 1 and not view_requirement.multiple_shifts
     if timesteps is not None:
         steps = np.asarray(timesteps)
         if steps.ndim != 1 or (steps.size and steps.dtype.kind not in "iu"):
@@ -467,8 +468,11 @@ def episode_view(
         n = len(data) if num_steps is None else _as_int(num_steps)
         if n is None or n < 0:
             raise ValueError(f"view {name}: num_steps must be an int >= 0, got {num_steps!r}")
+        if one_shift:  # the common views (obs, new_obs, prev_actions, ...): slices, not a gather
+            return _one_shift_view(data, int(view_requirement.shift_arr[0]), n, fill, _prior(before, data, name))
         steps = np.arange(0, n, view_requirement.batch_repeat_value, dtype=np.int64)
 
+    prior = _prior(before, data, name)
     # [T', K] data positions; one gather with clipped positions, then the misses get fixed.
     positions = steps[:, None] + view_requirement.shift_arr[None, :]
     length = len(data)
@@ -476,14 +480,6 @@ def episode_view(
         out = data.take(np.clip(positions, 0, length - 1), axis=0)
     else:
         out = np.empty(positions.shape + step_shape, dtype=data.dtype)
-    prior = None
-    if before is not None:
-        prior = np.asarray(before, dtype=data.dtype)
-        if prior.ndim == 0 or prior.shape[1:] != step_shape:
-            raise ValueError(
-                f"view {name}: before must have shape [M, *{step_shape}] like the "
-                f"column, got {prior.shape}"
-            )
     outside = (positions < 0) | (positions >= length)
     if outside.any():
         out[outside] = fill
@@ -492,6 +488,34 @@ def episode_view(
             if in_prior.any():
                 out[in_prior] = prior[positions[in_prior] + len(prior)]
     return out if view_requirement.multiple_shifts else out[:, 0]
+
+
+def _prior(before: ArrayLike | None, data: np.ndarray, name: str) -> np.ndarray | None:
+    """``before`` as an array in the data's dtype, checked to have the data's step shape."""
+    if before is None:
+        return None
+    prior = np.asarray(before, dtype=data.dtype)
+    if prior.ndim == 0 or prior.shape[1:] != data.shape[1:]:
+        raise ValueError(
+            f"view {name}: before must have shape [M, *{data.shape[1:]}] like the column, got {prior.shape}"
+        )
+    return prior
+
+
+def _one_shift_view(data: np.ndarray, shift: int, num_steps: int, fill: np.ndarray, prior: np.ndarray | None) -> np.ndarray:
+    """``episode_view`` for one int shift at timesteps ``0 .. num_steps - 1``, by slices."""
+    out = np.empty((num_steps,) + data.shape[1:], dtype=data.dtype)
+    lo = min(num_steps, max(0, -shift))  # timesteps before lo read before the data
+    hi = max(lo, min(num_steps, len(data) - shift))  # timesteps from hi on read past it
+    out[lo:hi] = data[lo + shift:hi + shift]
+    out[hi:] = fill
+    if lo:
+        out[:lo] = fill
+        if prior is not None and len(prior):
+            first = max(0, -shift - len(prior))  # the first timestep that ``before`` reaches
+            if first < lo:
+                out[first:lo] = prior[first + shift + len(prior):lo + shift + len(prior)]
+    return out
 
 
 def check_inference_view(view_col: str, view_requirement: ViewRequirement) -> bool:

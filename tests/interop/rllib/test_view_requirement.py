@@ -383,3 +383,17 @@ def test_positive_shift_at_inference_names_the_column(shift: object) -> None:
 def test_inference_requires_view_requirements() -> None:
     with pytest.raises(TypeError, match=r"view 'obs': expected a ViewRequirement, got dict"):
         inference_view_requirements({"obs": {"shift": 0}})  # type: ignore[dict-item]
+
+
+def test_one_int_shift_by_slices_equals_the_general_gather() -> None:
+    # An int shift takes the slicing shortcut; shift=[s] (one offset, as a list) the gather.
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        shift = int(rng.integers(-6, 7))
+        length = int(rng.integers(0, 8))
+        num_steps = int(rng.integers(0, 9))
+        column = rng.normal(size=(length, 2)).astype(np.float32)
+        before = None if rng.random() < 0.3 else rng.normal(size=(int(rng.integers(0, 5)), 2)).astype(np.float32)
+        fast = episode_view(ViewRequirement("x", shift=shift), column, num_steps=num_steps, before=before)
+        general = episode_view(ViewRequirement("x", shift=[shift]), column, num_steps=num_steps, before=before)[:, 0]
+        np.testing.assert_array_equal(fast, general, err_msg=f"shift {shift}, {length} rows, {num_steps} steps")
