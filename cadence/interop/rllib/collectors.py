@@ -54,6 +54,7 @@ Examples:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -282,6 +283,28 @@ def _zeros(view_col: str, view: ViewRequirement, like: Any) -> Any:
     return np.zeros(space.shape or (), dtype=space.dtype)
 
 
+@dataclasses.dataclass(frozen=True)
+class _BuildPlan:
+    """What :meth:`_AgentCollector.build` needs of a set of views, read off them once.
+
+    ``steps``: per view ``(view_col, view, data column, whether it is each step's own value
+    (shift 0, every step), its deepest look back, the shape its space fixes or None)``.
+    """
+
+    steps: list[tuple[str, ViewRequirement, str, bool, int, tuple[int, ...] | None]]
+    max_seq_len: int
+
+
+def _build_plan(views: Mapping[str, ViewRequirement]) -> _BuildPlan:
+    steps = []
+    for view_col, view in views.items():
+        space = view.space
+        space_shape = tuple(space.shape) if view.space_given and space.shape is not None else None
+        identity = view.batch_repeat_value == 1 and not view.multiple_shifts and int(view.shift_arr[0]) == 0
+        steps.append((view_col, view, view.data_col or view_col, identity, -int(view.shift_arr.min()), space_shape))
+    return _BuildPlan(steps, repeat_value(views))
+
+
 class _AgentCollector:
     """The lists of one (episode, agent). ``obs`` has one more entry than the step columns."""
 
@@ -301,11 +324,15 @@ class _AgentCollector:
         self.dropped = 0  # steps trimmed off the lists' front
 
     def add(self, values: Mapping[str, Any]) -> None:
+        buffers, columns = self.buffers, self.columns
         for key, value in values.items():
             if key == SB.NEXT_OBS:
                 key = SB.OBS  # the one observation store: obs[t + 1] is new_obs[t]
-            if key in self.columns:
-                self.buffers.setdefault(key, []).append(value)
+            if key in columns:
+                buffer = buffers.get(key)
+                if buffer is None:
+                    buffer = buffers[key] = []
+                buffer.append(value)
         self.steps += 1
 
     def sampler_column(self, key: str, length: int) -> np.ndarray:
@@ -357,39 +384,44 @@ class _AgentCollector:
             return None
         return state_prefix(self.initial[data_col], depth)
 
-    def build(self, views: Mapping[str, ViewRequirement]) -> SampleBatch:
+    def build(self, views: Mapping[str, ViewRequirement], plan: _BuildPlan | None = None) -> SampleBatch:
         """The fragment ``[start, steps)`` with every view; ``before`` is the earlier data kept.
 
         With ``state_in_*`` views of ``batch_repeat_value=R > 1``, the fragment gets
         ``seq_lens`` (sequences of ``R`` steps from its start, the last one shorter).
+        ``plan`` is :func:`_build_plan` of ``views`` (made here if not given).
         """
+        plan = _build_plan(views) if plan is None else plan
         start, n = self.start, self.steps - self.start
-        max_seq_len = repeat_value(views)
         arrays: dict[str, np.ndarray] = {}
         columns: dict[str, Any] = {}
-        for view_col, view in views.items():
-            source = view.data_col or view_col
-            if self.steps and source not in self.buffers and source not in _SAMPLER_COLUMNS:
-                continue  # a column postprocessing writes (advantages, ...): RLlib skips its view here too
-            data_col, buffer = self._source(view_col, view)
-            if data_col == SB.INFOS:  # dicts: shifted reads outside the kept steps are {}
+        for view_col, view, source, identity, deepest, space_shape in plan.steps:
+            buffer = None if source in _SAMPLER_COLUMNS else self.buffers.get(source)
+            if buffer is None and source not in _SAMPLER_COLUMNS:
+                if self.steps:
+                    continue  # a column postprocessing writes (advantages, ...): RLlib skips its view here too
+                _, buffer = self._source(view_col, view)  # [] before the first step, or the error naming it
+            if source == SB.INFOS:  # dicts: shifted reads outside the kept steps are {}
                 columns[view_col] = infos_view(view_col, view, buffer, start, n)
                 continue
-            if data_col not in arrays:
-                arrays[data_col] = (self.sampler_column(data_col, self.steps) if buffer is None
-                                    else stack_steps(buffer, dtype=_DTYPES.get(data_col)))
-            data = arrays[data_col]
+            data = arrays.get(source)
+            if data is None:
+                data = arrays[source] = (self.sampler_column(source, self.steps) if buffer is None
+                                         else stack_steps(buffer, dtype=_DTYPES.get(source)))
+            if identity and type(data) is np.ndarray and (space_shape is None or data.shape[1:] == space_shape):
+                columns[view_col] = data[start:start + n].copy()  # obs, actions, t, ...: the rows as they are
+                continue
             before = map_column(lambda leaf: leaf[:start], data) if start else None
-            prefix = self._prefix(data_col, -int(view.shift_arr.min())) if data_col in self.initial else None
+            prefix = self._prefix(source, deepest) if source in self.initial else None
             if prefix is not None:  # state columns: arrays, never nested
                 before = prefix.astype(data.dtype) if before is None else np.concatenate([prefix.astype(data.dtype), before])
             columns[view_col] = map_columns(
                 lambda leaf, leaf_before: episode_view(view, leaf[start:], num_steps=n, before=leaf_before, view_col=view_col),
                 data, before,
             )
-        if max_seq_len == 1:  # every view has n rows by construction: no row checks
+        if plan.max_seq_len == 1:  # every view has n rows by construction: no row checks
             return SampleBatch(columns, _trusted_count=n)
-        return SampleBatch(columns, seq_lens=sequence_lengths(n, max_seq_len), _max_seq_len=max_seq_len)
+        return SampleBatch(columns, seq_lens=sequence_lengths(n, plan.max_seq_len), _max_seq_len=plan.max_seq_len)
 
     def advance(self, keep: int) -> None:
         """Marks everything built and drops what no view can look back to any more."""
@@ -436,6 +468,7 @@ class SimpleListCollector(SampleCollector):
         self._queued: dict[str, list[tuple[int, Any]]] = {}
         self.forward_pass_agent_keys: dict[str, list[tuple[int, Any, int]]] = {}
         self._inference_cache: dict[str, tuple[tuple[Any, ...], list[tuple[str, ViewRequirement, str, int | None]]]] = {}
+        self._plan_cache: dict[str, tuple[tuple[Any, ...], _BuildPlan]] = {}
         self._pending: list[tuple[str, SampleBatch]] = []
         self._env_steps = 0
         self._agent_steps = 0
@@ -611,6 +644,14 @@ class SimpleListCollector(SampleCollector):
             cached = self._inference_cache[policy_id] = (key, chosen)
         return cached[1]
 
+    def _plan(self, policy_id: str, views: Mapping[str, ViewRequirement]) -> _BuildPlan:
+        # As the inference views: made again when a view is added, replaced or changed.
+        key = (tuple(views.items()), view_changes())
+        cached = self._plan_cache.get(policy_id)
+        if cached is None or cached[0] != key:
+            cached = self._plan_cache[policy_id] = (key, _build_plan(views))
+        return cached[1]
+
     def _keep(self, views: Mapping[str, ViewRequirement]) -> int:
         # The deepest look back of any view: a later fragment (or inference) may read that far.
         return max([0] + [-int(view.shift_arr.min()) for view in views.values()])
@@ -640,7 +681,8 @@ class SimpleListCollector(SampleCollector):
             agent = self._agents[key]
             if agent.steps > agent.start:
                 policy = self.policy_map[agent.policy_id]
-                originals[agent.agent_id] = (agent.policy_id, policy, agent.build(policy.view_requirements))
+                views = policy.view_requirements
+                originals[agent.agent_id] = (agent.policy_id, policy, agent.build(views, self._plan(agent.policy_id, views)))
         for agent_id, (policy_id, policy, batch) in originals.items():
             if check_dones and is_done:
                 last = [bool(batch[col][-1]) for col in (SB.TERMINATEDS, SB.TRUNCATEDS) if col in batch]

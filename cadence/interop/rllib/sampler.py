@@ -277,6 +277,7 @@ class SyncSampler:
             return self._step_multi_agent()
         keys, actions, state_outs, extra = self._compute(DEFAULT_POLICY_ID)
         built: list[SampleBatch | MultiAgentBatch] = []
+        on_episode_step = _overridden(self.callbacks, "on_episode_step")  # None: the default does nothing
         for row, (episode_id, agent_id, env_id) in enumerate(keys):
             episode = self._episodes[env_id]
             action = _row(actions, row)
@@ -298,9 +299,10 @@ class SyncSampler:
             episode.total_reward += float(reward)
             self.collector.add_action_reward_next_obs(episode_id, agent_id, env_id, DEFAULT_POLICY_ID, over, values)
             self.collector.episode_step(episode)
-            self.callbacks.on_episode_step(
-                worker=self.worker, base_env=self.envs, policies=self.policy_map, episode=episode, env_index=env_id
-            )
+            if on_episode_step is not None:
+                on_episode_step(
+                    worker=self.worker, base_env=self.envs, policies=self.policy_map, episode=episode, env_index=env_id
+                )
             if not over:
                 continue
             batch = self.collector.postprocess_episode(
@@ -331,6 +333,7 @@ class SyncSampler:
                 action_dicts[env_id][agent_id] = action
                 self._acted[env_id][agent_id] = values
         built: list[SampleBatch | MultiAgentBatch] = []
+        on_episode_step = _overridden(self.callbacks, "on_episode_step")  # None: the default does nothing
         for env_id, env in enumerate(self.envs):
             episode = self._episodes[env_id]
             obs, rewards, terminateds, truncateds, infos = env.step(action_dicts[env_id])
@@ -362,9 +365,10 @@ class SyncSampler:
                 self.collector.add_action_reward_next_obs(
                     episode.episode_id, agent_id, env_id, policy_id, agent_done, values)
             self.collector.episode_step(episode)
-            self.callbacks.on_episode_step(
-                worker=self.worker, base_env=self.envs, policies=self.policy_map, episode=episode, env_index=env_id
-            )
+            if on_episode_step is not None:
+                on_episode_step(
+                    worker=self.worker, base_env=self.envs, policies=self.policy_map, episode=episode, env_index=env_id
+                )
             if not over:
                 continue
             # Agents that acted but got no obs by a horizon cut (or with no_done_at_end): no outcome to record.
@@ -517,3 +521,11 @@ class AsyncSampler(SyncSampler):
 def _row(value: Any, row: int) -> Any:
     """Row ``row`` of a batched policy output, leaf by leaf for Dict/Tuple actions."""
     return value[row] if isinstance(value, np.ndarray) else map_column(lambda leaf: leaf[row], value)
+
+
+def _overridden(callbacks: DefaultCallbacks, name: str) -> Callable[..., None] | None:
+    """``callbacks.<name>``, or None where it is DefaultCallbacks' own (which does nothing)."""
+    method = getattr(callbacks, name)
+    if getattr(method, "__func__", None) is getattr(DefaultCallbacks, name):
+        return None
+    return method
