@@ -609,8 +609,12 @@ class SimpleListCollector(SampleCollector):
                 values = []
                 for agent in agents:
                     buffer, index = agent.buffers.get(data_col), agent.steps + shift
-                    values.append(buffer[index] if buffer is not None and 0 <= index < len(buffer)
-                                  else agent.inference_value(view_col, view))
+                    if buffer is not None and 0 <= index < len(buffer):
+                        values.append(buffer[index])
+                    elif index < 0 and data_col not in agent.initial:  # before the episode start: zeros
+                        values.append(_zeros(view_col, view, buffer[0] if buffer else None))
+                    else:  # recurrent state's initial value, or the error naming a missing column
+                        values.append(agent.inference_value(view_col, view))
             if data_col == SB.INFOS:  # dicts, but data, not structure
                 columns[view_col] = np.stack(values)
             elif is_structure(values[0]):
