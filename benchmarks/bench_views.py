@@ -1,26 +1,30 @@
 """Trajectory views: Cadence's RLlib ``RolloutWorker.sample()`` vs a plain loop vs ray's RolloutWorker.
 
-Issue #17's speed targets, on CartPole-v1 with one env, an MLP policy and the LSTM-style
-views (``obs``, ``prev_actions``, ``prev_rewards``), env steps per second, best of
-``--rounds`` alternating rounds (plain, cadence, ray, then again):
+Issue #17's speed targets, on CartPole-v1 with ``--num-envs`` envs per worker (default 1 and
+8, a table row each, the same count for all three contenders; 1000 env steps per ``sample()``
+in all), an MLP policy and the LSTM-style views (``obs``, ``prev_actions``,
+``prev_rewards``), env steps per second, best of ``--rounds`` alternating rounds (plain,
+cadence, ray, then again):
 
 * ``cadence``: ``cadence.interop.rllib.RolloutWorker(env_creator=..., policy_spec=ViewsPolicy,
-  policy_config={"rollout_fragment_length": 1000, "batch_mode": "truncate_episodes"})``;
+  policy_config={"rollout_fragment_length": 1000 // num_envs, "num_envs_per_worker": num_envs,
+  "batch_mode": "truncate_episodes"})``;
   ``sample()`` called until ``--steps`` env steps. ``ViewsPolicy`` acts with a torch MLP
   (7 -> 64 -> 64 -> 2, tanh; input: obs, one-hot prev action, prev reward), sampling the
   action from the softmax with a seeded ``torch.Generator``; its loss reads ``obs``,
   ``new_obs``, ``actions``, ``rewards``, ``prev_actions`` and ``prev_rewards``, so pruning
   keeps exactly these (plus the done columns and the sampler's ``eps_id``, ``unroll_id``,
   ``agent_index``, ``t``) and drops ``infos``.
-* ``plain``: the same torch module called at each step on the same input tensor (the same
-  ``features`` function, on one-row arrays), gymnasium's
-  CartPole-v1 stepped directly, the columns ``obs``, ``new_obs``, ``actions``, ``rewards``,
-  ``terminateds``, ``truncateds``, ``prev_actions``, ``prev_rewards``, ``eps_id``, ``t``
-  written into preallocated numpy arrays and returned as a dict per fragment of 1000 steps.
+* ``plain``: the same torch module called once per step for all envs on the same input (the
+  same ``features`` function, one row per env), gymnasium's CartPole-v1 envs stepped
+  directly, the columns ``obs``, ``new_obs``, ``actions``, ``rewards``, ``terminateds``,
+  ``truncateds``, ``prev_actions``, ``prev_rewards``, ``eps_id``, ``t`` written into
+  preallocated numpy arrays (each env its own rows) and returned as a dict per 1000 steps.
   Target: cadence >= 0.5x plain.
 * ``ray``: ray 2.60.0's ``ray.rllib.evaluation.rollout_worker.RolloutWorker`` on the old API
   stack (``AlgorithmConfig().api_stack(enable_rl_module_and_learner=False,
-  enable_env_runner_and_connector_v2=False)``, ``rollout_fragment_length=1000``, one env),
+  enable_env_runner_and_connector_v2=False)``, ``rollout_fragment_length=1000 // num_envs``,
+  ``num_envs_per_env_runner=num_envs``),
   ``default_policy_class`` a ``ray.rllib.policy.Policy`` subclass acting with the same MLP
   (same weights: the same seed and torch version) on the same views (``obs``,
   ``prev_actions``, ``prev_rewards`` are in ray's default views; ``infos`` removed, as pruning
@@ -31,13 +35,14 @@ views (``obs``, ``prev_actions``, ``prev_rewards``), env steps per second, best 
 Each measurement builds its worker (or env), runs one warm-up fragment, then times the
 ``--steps`` steps. ``torch.set_num_threads(1)`` in every process.
 
-Memory (pruning): one fragment of 1000 steps with a policy whose compute_actions and loss read
+Memory (pruning): one fragment of 1000 steps (one env) with a policy whose compute_actions and loss read
 ``obs`` only, with ``ViewsPolicy``, and with a policy whose loss reads every column (nothing
 pruned): the columns the collector stores (its per-episode lists; ``obs``/``new_obs`` are one
 list), their peak size during the fragment (``sys.getsizeof`` of the lists and their items,
 measured at every step by a callback), and ``SampleBatch.size_bytes()`` of the batch.
 
-``--profile`` runs ``sample()`` under cProfile once and prints the top self-time functions.
+``--profile`` runs ``sample()`` under cProfile (the last ``--num-envs`` value) and prints the
+top self-time functions.
 
 Usage::
 
@@ -373,8 +378,8 @@ def find_ray_python() -> tuple[str | None, str]:
 # ---------------------------------------------------------------------------------------------
 
 
-def profile_sample(top: int) -> str:
-    worker = cadence_worker(cadence_policies()["views"])
+def profile_sample(top: int, num_envs: int) -> str:
+    worker = cadence_worker(cadence_policies()["views"], num_envs=num_envs)
     worker.sample()
     profiler = cProfile.Profile()
     profiler.enable()
@@ -465,7 +470,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.profile:
         print("\ncProfile of 5 sample() calls (5000 steps), by self time:\n")
-        print(profile_sample(15))
+        print(profile_sample(15, args.num_envs[-1]))
     return 0
 
 
