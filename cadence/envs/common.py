@@ -44,6 +44,7 @@ from cadence.data import Composite, TensorSpec, Unbounded
 from cadence.envs.env_specs import EnvSpecs, as_tuple_key, unwrap_key
 from cadence.envs.metadata import EnvMetaData
 from cadence.envs.seeding import SEED_RANGE, next_seed, validate_seed
+from cadence.envs.step_values import StepValues
 from cadence.envs.utils import action_in_spec_dtype, check_in_spec, policy_on_device, step_mdp
 
 NestedKey = str | tuple[str, ...]
@@ -253,7 +254,7 @@ class EnvBase(EnvSpecs, torch.nn.Module):
                 if value is not None:
                     check_in_spec(specs[key], value, f"step() input {key!r}")
 
-    def _complete_done(self, data: TensorDictBase) -> None:
+    def _complete_done(self, data: TensorDictBase | StepValues) -> None:
         """Fills the done signals the env did not write: done = terminated | truncated,
         and a lone done is a termination."""
         for prefix in self._done_prefixes:
@@ -304,11 +305,7 @@ class EnvBase(EnvSpecs, torch.nn.Module):
         self._check_step_input(tensordict)
         next_td = self._step(tensordict)
         self._complete_done(next_td)
-        for key in self.reward_keys:
-            if next_td.get(key, None) is None:
-                raise KeyError(
-                    f"{type(self).__name__}._step() wrote no reward at {key!r} (spec {self.full_reward_spec[key]})."
-                )
+        self._check_rewards(next_td)
         if self.run_type_checks:
             self._check_values(next_td, f"{type(self).__name__}._step()")
         if self.auto_reset:
@@ -318,6 +315,37 @@ class EnvBase(EnvSpecs, torch.nn.Module):
             next_td.update(preset.exclude(*next_td.keys(True, True)))
         tensordict.set("next", next_td)
         return tensordict
+
+    def _check_rewards(self, next_td: TensorDictBase | StepValues) -> None:
+        for key in self.reward_keys:
+            if next_td.get(key, None) is None:
+                raise KeyError(
+                    f"{type(self).__name__}._step() wrote no reward at {key!r} (spec {self.full_reward_spec[key]})."
+                )
+
+    # ------------------------------------------------------------------ the step on plain tensors
+    def _values_step_applies(self) -> bool:
+        """Whether :meth:`_step_values` may serve this env's steps (a backend says so).
+
+        ``TransformedEnv`` then runs its transforms on the step's tensors
+        (:class:`~cadence.envs.step_values.StepValues`) and builds one TensorDict at the end.
+        """
+        return False
+
+    def _step_values(self, tensordict: TensorDictBase) -> StepValues:
+        """What ``_step`` returns, as :class:`~cadence.envs.step_values.StepValues`
+        (only called where :meth:`_values_step_applies`)."""
+        raise TypeError(f"{type(self).__name__} has no step on plain tensors (_values_step_applies() is False)")
+
+    def _step_as_values(self, tensordict: TensorDictBase) -> StepValues:
+        """``step()``'s checks and done completion around :meth:`_step_values`, for an
+        outer env that keeps working on the values (no ``"next"`` written, no auto-reset,
+        no ``run_type_checks``: the caller makes sure of these)."""
+        self._check_step_input(tensordict)
+        values = self._step_values(tensordict)
+        self._complete_done(values)
+        self._check_rewards(values)
+        return values
 
     def _check_values(self, data: TensorDictBase, where: str) -> None:
         """``run_type_checks``: every output entry present lies in its spec."""

@@ -20,6 +20,7 @@ from tensordict import TensorDict, TensorDictBase
 
 from cadence.data import Composite, NonTensor, TensorSpec, Unbounded
 from cadence.envs.common import EnvBase
+from cadence.envs.step_values import StepValues
 from cadence.envs.utils import SpecMismatchError
 
 __all__ = ["GymLikeEnv", "default_info_dict_reader"]
@@ -75,6 +76,10 @@ class default_info_dict_reader:  # noqa: N801 - the reference library's name
         return tensordict
 
 
+_ONE = torch.Size([1])
+_FLAGS = {False: torch.zeros(1, dtype=torch.bool), True: torch.ones(1, dtype=torch.bool)}
+
+
 class GymLikeEnv(EnvBase):
     """An env whose simulator (``self._env``) follows gymnasium's calling convention.
 
@@ -112,12 +117,14 @@ class GymLikeEnv(EnvBase):
             value = {str(i): item for i, item in enumerate(value)}
         if isinstance(value, Mapping):
             return {k: self._read_entry(v, key + (k,)) for k, v in value.items()}
-        dtype, shape = self._entry_layout(key)
+        dtype, shape, numpy_layout = self._entry_layout(key)
         if dtype is None:  # a NonTensor spec: text, graphs... kept as they come
             return value
         array = np.asarray(value)
         if self.run_type_checks:
             self._check_entry(array, key, dtype, shape)
+        elif (array.dtype, array.shape) == numpy_layout and array.flags.writeable and self.device is None:
+            return torch.from_numpy(array)  # what as_tensor gives here (the same memory), for less
         try:
             return torch.as_tensor(array, dtype=dtype, device=self.device).reshape(shape)
         except (RuntimeError, TypeError, ValueError) as err:  # free unless it fails
@@ -142,29 +149,35 @@ class GymLikeEnv(EnvBase):
         if not fits:
             raise self._entry_mismatch(array, key, dtype, shape)
 
-    def _entry_layout(self, key: tuple[str, ...]) -> tuple[torch.dtype | None, torch.Size]:
-        """The dtype (``None`` for non-tensor data) and shape of an observation entry,
-        read once from its spec."""
+    def _entry_layout(self, key: tuple[str, ...]) -> tuple[torch.dtype | None, torch.Size, tuple[Any, ...] | None]:
+        """The dtype (``None`` for non-tensor data) and shape of an observation entry, and
+        the ``(numpy dtype, shape)`` of an array that needs no conversion, read once from its spec."""
         layouts = self._cached("observation_layouts", dict)
         layout = layouts.get(key)
         if layout is None:
             spec = self.full_observation_spec[key]
-            dtype = None if isinstance(spec, NonTensor) else spec.dtype
-            layout = layouts[key] = (dtype, spec.shape)
+            if isinstance(spec, NonTensor):
+                layout = layouts[key] = (None, spec.shape, None)
+            else:
+                numpy_dtype = torch.empty(0, dtype=spec.dtype).numpy().dtype
+                layout = layouts[key] = (spec.dtype, spec.shape, (numpy_dtype, tuple(spec.shape)))
         return layout
 
     def read_reward(self, reward: Any) -> torch.Tensor:
         """The reward as a tensor shaped like the reward spec."""
         dtype, shape = self._cached("reward_layout", lambda: (self.reward_spec.dtype, self.reward_spec.shape))
+        if shape == _ONE and isinstance(reward, (float, int, np.floating, np.integer)):
+            return torch.tensor([reward], dtype=dtype)  # one number: the cheapest constructor
         return torch.as_tensor(reward, dtype=dtype).reshape(shape)
 
     def read_done(self, terminated: Any, truncated: Any) -> dict[str, torch.Tensor]:
         """The done signals as tensors shaped like the done spec."""
-        if not self.batch_size:  # plain Python bools: one small tensor each
+        if not self.batch_size:  # plain Python bools: one small tensor each, cloned (cheaper than built)
+            terminated, truncated = bool(terminated), bool(truncated)
             return {
-                "terminated": torch.tensor([bool(terminated)]),
-                "truncated": torch.tensor([bool(truncated)]),
-                "done": torch.tensor([bool(terminated) or bool(truncated)]),
+                "terminated": _FLAGS[terminated].clone(),
+                "truncated": _FLAGS[truncated].clone(),
+                "done": _FLAGS[terminated or truncated].clone(),
             }
         shape = (*self.batch_size, 1)
         terminated_t = torch.as_tensor(terminated, dtype=torch.bool).reshape(shape)
@@ -263,6 +276,27 @@ class GymLikeEnv(EnvBase):
         results = self.read_done(terminated, truncated)
         results["reward"] = self.read_reward(reward)
         return self._build_output(obs, info, results)
+
+    def _values_step_applies(self) -> bool:
+        # the stock step and output builder, no info readers, flat observation keys, on the CPU
+        cls = type(self)
+        return self._cached("values_step_applies", lambda: (
+            cls._step is GymLikeEnv._step
+            and cls._build_output is GymLikeEnv._build_output
+            and not self.info_dict_reader
+            and self.device in (None, torch.device("cpu"))
+            and all(type(key) is str for key in self.full_observation_spec.keys(True, True))
+        ))
+
+    def _step_values(self, tensordict: TensorDictBase) -> StepValues:
+        # _step's entries, in its order, without the TensorDict
+        action = self.read_action(tensordict.get(self.action_key))
+        obs, reward, terminated, truncated, _ = self._simulate(action)
+        results = self.read_done(terminated, truncated)
+        results["reward"] = self.read_reward(reward)
+        entries = self._observation_entries(obs)
+        entries.update(results)
+        return StepValues(entries, self.batch_size, self.device)
 
     def close(self) -> None:
         """Closes the simulator."""

@@ -30,6 +30,7 @@ from tensordict import TensorDictBase
 from cadence.data import Composite
 from cadence.envs.common import EnvBase
 from cadence.envs.seeding import validate_seed
+from cadence.envs.step_values import StepValues
 
 __all__ = ["Compose", "Transform", "TransformedEnv", "key_list"]
 
@@ -126,6 +127,14 @@ class Transform(torch.nn.Module):
     def _reset(self, tensordict: TensorDictBase | None, tensordict_reset: TensorDictBase) -> TensorDictBase:
         """Transforms a reset's output; ``tensordict`` is the reset's input."""
         return self._call(tensordict_reset)
+
+    #: Whether ``_step`` works on :class:`~cadence.envs.step_values.StepValues` as on a
+    #: TensorDict: it reads its ``tensordict`` with ``get`` only and its ``next_tensordict``
+    #: through ``get``/``set``/``in``/``exclude``/``keys``/``items``/``batch_dims``, and its
+    #: ``inv`` changes nothing but its ``in_keys_inv``. A ``TransformedEnv`` whose transforms
+    #: all say so (and have no ``in_keys_inv``) steps on plain tensors. Off unless a
+    #: transform says so; the tests run each one that does on both paths.
+    steps_on_values: bool = False
 
     #: Whether ``_step_over_time`` gives what ``_step`` gives step by step, so that a
     #: ``TransformedEnv`` may roll out its base env first and transform the steps after
@@ -391,6 +400,10 @@ class Compose(Transform):
     def steps_over_time(self) -> bool:  # type: ignore[override]
         return all(transform.steps_over_time for transform in self.transforms)
 
+    @property
+    def steps_on_values(self) -> bool:  # type: ignore[override]
+        return all(transform.steps_on_values for transform in self.transforms)
+
     def _step_over_time(self, tensordict: TensorDictBase, next_steps: TensorDictBase) -> TensorDictBase:
         for transform in self.transforms:
             next_steps = transform._step_over_time(tensordict, next_steps)
@@ -526,9 +539,36 @@ class TransformedEnv(EnvBase):
         return self
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        if self._values_step_applies() and tensordict.get("next", None) is None:
+            # the transforms on the step's tensors, one TensorDict built at the end
+            return self._step_values(tensordict).to_tensordict()
         data = self.transform.inv(tensordict.copy())
         next_tensordict = self.base_env.step(data).get("next")
         return self.transform._step(data, next_tensordict)
+
+    #: Set to False to keep every step on the generic path (TensorDicts throughout),
+    #: e.g. to compare the two.
+    step_on_values: bool = True
+
+    def _values_step_applies(self) -> bool:
+        """Whether a step may run on plain tensors: every transform ``steps_on_values`` with
+        no inverse keys, and the base env steps on values (a stock gymnasium env, say)."""
+        base = self.base_env
+        if not self.step_on_values or base.run_type_checks or base.auto_reset:
+            return False
+        return bool(self._cached("values_step_applies", lambda: (
+            self.transform.steps_on_values
+            and not any(t.in_keys_inv for t in self.transform.transforms)
+        ))) and base._values_step_applies()
+
+    def _step_values(self, tensordict: TensorDictBase) -> StepValues:
+        values = self.transform._step(tensordict, self.base_env._step_as_values(tensordict))
+        if not isinstance(values, StepValues):  # a transform that opted in but built a TensorDict
+            raise TypeError(
+                f"{self.transform!r} returned a {type(values).__name__} from _step on StepValues; a transform "
+                "with steps_on_values=True must keep working on what it is given"
+            )
+        return values
 
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
         data = None

@@ -60,6 +60,8 @@ class DTypeCastTransform(Transform):
 
     steps_over_time = True  # a cast of each entry
 
+    steps_on_values = True  # get and set (items(True, True) without keys)
+
     def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
         return value.to(self.dtype_out)
 

@@ -118,6 +118,7 @@ class StepCounter(Transform):
         return tensordict_reset
 
     steps_over_time = True
+    steps_on_values = True  # get and set
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
         done = next_tensordict.get("done")
@@ -208,6 +209,7 @@ class InitTracker(Transform):
         return tensordict_reset
 
     steps_over_time = True  # after a step the flag is False, whatever the batch dims
+    steps_on_values = True  # get and set
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
         done = next_tensordict.get("done")

@@ -273,6 +273,8 @@ class CatTensors(ObservationTransform):
             )
         return value.reshape(*value.shape, *([1] * (-self.dim - event_dims)))
 
+    steps_on_values = True  # get, set, batch_dims and exclude
+
     def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
         present = [key for key in self.in_keys if tensordict.get(key, None) is not None]
         if not present:

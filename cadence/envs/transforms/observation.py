@@ -152,12 +152,14 @@ class ObservationNorm(ObservationTransform):
         return self.loc is not None and self.scale is not None
 
     steps_over_time = True  # an affine map over the trailing (observation) dims
+    steps_on_values = True  # the base _call: get and set
 
     def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
-        if not self.initialized:
+        buffers = self._buffers  # read once: each module attribute lookup costs on the step path
+        loc, scale = buffers["loc"], buffers["scale"]
+        if loc is None or scale is None:
             return value
-        assert self.loc is not None and self.scale is not None
-        loc, scale = self.loc.to(value.device), self.scale.to(value.device)
+        loc, scale = loc.to(value.device), scale.to(value.device)
         if self.standard_normal:
             out = (value - loc) / scale.clamp_min(self.eps)
         else:
@@ -492,6 +494,7 @@ class ClipTransform(Transform):
         self.high = high
 
     steps_over_time = True  # elementwise, on the way out and in
+    steps_on_values = True  # the base _call: get and set
 
     def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
         return value.clamp(self.low, self.high)

@@ -66,6 +66,7 @@ class RewardScaling(Transform):
         self.standard_normal = standard_normal
 
     steps_over_time = True  # an affine map of each reward
+    steps_on_values = True  # the base _call: get and set
 
     def _apply_transform(self, reward: torch.Tensor) -> torch.Tensor:
         if self.standard_normal:
@@ -122,6 +123,7 @@ class RewardSum(Transform):
         return torch.Size([*extra, *spec.shape]) if spec is not None else torch.Size([*data.batch_size, 1])
 
     steps_over_time = True
+    steps_on_values = True  # get and set
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
         for in_key, out_key in zip(self.in_keys, self.out_keys):

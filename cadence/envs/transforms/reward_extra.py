@@ -59,6 +59,7 @@ class RewardClipping(Transform):
         self.clamp_max = clamp_max
 
     steps_over_time = True  # each reward clipped on its own
+    steps_on_values = True  # the base _call: get and set
 
     def _apply_transform(self, reward: torch.Tensor) -> torch.Tensor:
         return reward.clamp(self.clamp_min, self.clamp_max)
@@ -102,6 +103,7 @@ class BinarizeReward(Transform):
         super().__init__(_reward_keys(in_keys), out_keys)
 
     steps_over_time = True  # each reward on its own
+    steps_on_values = True  # the base _call: get and set
 
     def _apply_transform(self, reward: torch.Tensor) -> torch.Tensor:
         return (reward != 0).to(torch.int8)
@@ -149,6 +151,7 @@ class SignTransform(Transform):
         super().__init__(in_keys, out_keys, in_keys_inv, out_keys_inv)
 
     steps_over_time = True  # elementwise
+    steps_on_values = True  # the base _call: get and set
 
     def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
         return value.sign()

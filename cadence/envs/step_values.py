@@ -1,0 +1,158 @@
+"""One step's results as a plain dict of tensors, for the step loop's hot path.
+
+A ``TensorDict`` checks and normalises every key and value it is given; on the step path
+of a ``TransformedEnv`` (the simulator's outputs, then each transform's reads and writes,
+then the done flags completed) that costs more than the arithmetic. :class:`StepValues`
+holds the same entries in a ``dict`` and offers the few methods a transform's ``_step``
+uses on its ``next_tensordict``: ``get`` (with or without a default), ``set``, ``in``,
+``exclude``, ``keys``/``items``, ``batch_size``/``batch_dims``/``device``. The step's
+``TensorDict`` is built once at the end (:meth:`StepValues.to_tensordict`).
+
+Keys are stored as TensorDict reads them: a string, or a tuple of strings for a nested
+entry (a one-element tuple is the string).
+
+Examples:
+    >>> import torch
+    >>> values = StepValues({"observation": torch.zeros(3)}, torch.Size([]))
+    >>> values.set("reward", torch.ones(1)).get(("reward",)).tolist()
+    [1.0]
+    >>> values.set(("agent", "done"), torch.zeros(1, dtype=torch.bool))
+    StepValues(keys=['observation', 'reward', ('agent', 'done')], batch_size=torch.Size([]))
+    >>> td = values.to_tensordict()
+    >>> sorted(td.keys(True, True), key=str)
+    [('agent', 'done'), 'observation', 'reward']
+"""
+
+from __future__ import annotations
+
+from collections.abc import ItemsView, Iterable, KeysView
+from typing import Any
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+from tensordict.utils import NestedKey
+
+__all__ = ["StepValues"]
+
+_REQUIRED = object()
+
+
+def _key(key: NestedKey) -> str | tuple[str, ...]:
+    """``key`` as stored: a string, or a tuple of two or more strings."""
+    if type(key) is str:
+        return key
+    if len(key) == 1:
+        return key[0]
+    return tuple(key)
+
+
+class StepValues:
+    """The entries of one step, keyed as TensorDict keys them (see the module).
+
+    Args:
+        entries: key -> tensor (keys as :func:`_key` stores them; not copied).
+        batch_size: the env's batch size.
+        device: the env's device (``None``: none).
+
+    Examples:
+        >>> import torch
+        >>> values = StepValues({"reward": torch.ones(1)}, torch.Size([]))
+        >>> "reward" in values, values.get("done", None), values.batch_dims
+        (True, None, 0)
+    """
+
+    __slots__ = ("entries", "batch_size", "device")
+
+    def __init__(
+        self, entries: dict[Any, torch.Tensor], batch_size: torch.Size, device: torch.device | None = None
+    ) -> None:
+        self.entries = entries
+        self.batch_size = batch_size
+        self.device = device
+
+    @property
+    def batch_dims(self) -> int:
+        """The number of batch dimensions."""
+        return len(self.batch_size)
+
+    def get(self, key: NestedKey, default: Any = _REQUIRED) -> Any:
+        """The entry at ``key``; ``default`` if absent (a ``KeyError`` naming it without one).
+
+        Examples:
+            >>> StepValues({}, torch.Size([])).get("x")
+            Traceback (most recent call last):
+            ...
+            KeyError: "key 'x' not found in the step's entries []"
+        """
+        try:
+            return self.entries[_key(key)]
+        except KeyError:
+            if default is _REQUIRED:
+                raise KeyError(f"key {key!r} not found in the step's entries {list(self.entries)}") from None
+            return default
+
+    def set(self, key: NestedKey, value: torch.Tensor) -> StepValues:
+        """Writes ``value`` at ``key``; returns ``self``."""
+        self.entries[_key(key)] = value
+        return self
+
+    def __contains__(self, key: NestedKey) -> bool:
+        return _key(key) in self.entries
+
+    def exclude(self, *keys: NestedKey) -> StepValues:
+        """A new StepValues without ``keys`` (and without what lies under a nested key given).
+
+        Examples:
+            >>> values = StepValues({"a": torch.ones(1), ("b", "c"): torch.ones(1)}, torch.Size([]))
+            >>> list(values.exclude("b").keys())
+            ['a']
+        """
+        dropped = [(_key(key),) if type(_key(key)) is str else _key(key) for key in keys]
+
+        def kept(key: Any) -> bool:
+            path = (key,) if type(key) is str else key
+            return not any(path[: len(prefix)] == prefix for prefix in dropped)
+
+        return StepValues({k: v for k, v in self.entries.items() if kept(k)}, self.batch_size, self.device)
+
+    def keys(self) -> KeysView[Any]:
+        """The keys of the entries (leaves only, as stored)."""
+        return self.entries.keys()
+
+    def items(self, include_nested: bool = True, leaves_only: bool = True) -> ItemsView[Any, torch.Tensor]:
+        """The entries: every leaf with its full key (TensorDict's ``items(True, True)``).
+
+        Raises:
+            TypeError: asked for another view (sub-tensordicts are not held here).
+        """
+        if not (include_nested and leaves_only):
+            raise TypeError("StepValues.items() gives the leaves with their full keys only (items(True, True))")
+        return self.entries.items()
+
+    def update(self, other: Iterable[tuple[NestedKey, torch.Tensor]] | dict[Any, torch.Tensor]) -> StepValues:
+        """Writes every entry of ``other`` (a dict or pairs); returns ``self``."""
+        pairs = other.items() if isinstance(other, dict) else other
+        for key, value in pairs:
+            self.entries[_key(key)] = value
+        return self
+
+    def to_tensordict(self) -> TensorDictBase:
+        """The entries as a TensorDict of ``batch_size`` (nested keys become sub-tensordicts).
+
+        Examples:
+            >>> StepValues({("a", "b"): torch.zeros(2, 1)}, torch.Size([2])).to_tensordict()["a"].batch_size
+            torch.Size([2])
+        """
+        nested: dict[str, Any] = {}
+        for key, value in self.entries.items():
+            if type(key) is str:
+                nested[key] = value
+                continue
+            level = nested
+            for part in key[:-1]:
+                level = level.setdefault(part, {})
+            level[key[-1]] = value
+        return TensorDict(nested, batch_size=self.batch_size, device=self.device)
+
+    def __repr__(self) -> str:
+        return f"StepValues(keys={list(self.entries)}, batch_size={self.batch_size})"
