@@ -42,6 +42,7 @@ from tensordict import TensorDict, TensorDictBase
 from cadence.modules.tensor_view import compile_policy as tensor_step_of  # the name clashes with the option
 from cadence.collectors._compiled_policy import with_options
 from cadence.collectors._runners import EnvRunner, GymRunner, TrajectoryIds, gym_runner_applies
+from cadence.collectors._values_runner import ValuesRunner, values_runner_applies
 from cadence.collectors.utils import split_trajectories
 from cadence.envs.common import EnvBase
 from cadence.envs.seeding import validate_seed
@@ -244,8 +245,14 @@ class SyncDataCollector(DataCollectorBase):
         wrapped = self._acting is not self.policy  # a compiled policy runs as the user compiled it
         self._compiled = None if self.policy is None or wrapped else tensor_step_of(self.policy, self.env.batch_size)
         cpu = all(d in (None, torch.device("cpu")) for d in (self.storing_device, self.policy_device))
-        use_gym = fast_path and cpu and gym_runner_applies(self.env)
-        self._runner: EnvRunner | GymRunner = GymRunner(self.env, ids) if use_gym else EnvRunner(self.env, ids)
+        self._runner: EnvRunner | GymRunner | ValuesRunner
+        if fast_path and cpu and gym_runner_applies(self.env):
+            self._runner = GymRunner(self.env, ids)
+        elif (fast_path and cpu and (self.policy is None or self._compiled is not None)
+              and values_runner_applies(self.env)):
+            self._runner = ValuesRunner(self.env, ids)  # the transforms on plain tensors, a compiled policy
+        else:
+            self._runner = EnvRunner(self.env, ids)
 
     # ------------------------------------------------------------------ construction
     @staticmethod
@@ -285,7 +292,7 @@ class SyncDataCollector(DataCollectorBase):
             >>> SyncDataCollector(PendulumEnv(), frames_per_batch=4).uses_fast_path
             False
         """
-        return isinstance(self._runner, GymRunner)
+        return isinstance(self._runner, (GymRunner, ValuesRunner))
 
     # ------------------------------------------------------------------ collection
     def _act(self, tensordict: TensorDictBase) -> TensorDictBase | None:
@@ -337,7 +344,9 @@ class SyncDataCollector(DataCollectorBase):
         with set_exploration_type(self.exploration_type), torch.no_grad():
             if random and self._iter == 0 and self.policy is not None:
                 self._probe_policy_keys()
-            if isinstance(runner, GymRunner):
+            if isinstance(runner, ValuesRunner):
+                batch = runner.collect(self.steps_per_batch, None if random else self._compiled)
+            elif isinstance(runner, GymRunner):
                 if random or self._compiled is not None:
                     batch = runner.collect(self.steps_per_batch, None if random else self._compiled)
                 else:
