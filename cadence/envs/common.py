@@ -337,11 +337,13 @@ class EnvBase(EnvSpecs, torch.nn.Module):
         (only called where :meth:`_values_step_applies`)."""
         raise TypeError(f"{type(self).__name__} has no step on plain tensors (_values_step_applies() is False)")
 
-    def _step_as_values(self, tensordict: TensorDictBase) -> StepValues:
+    def _step_as_values(self, tensordict: TensorDictBase | StepValues, checked: bool = False) -> StepValues:
         """``step()``'s checks and done completion around :meth:`_step_values`, for an
         outer env that keeps working on the values (no ``"next"`` written, no auto-reset,
-        no ``run_type_checks``: the caller makes sure of these)."""
-        self._check_step_input(tensordict)
+        no ``run_type_checks``: the caller makes sure of these). ``checked``: the caller
+        checked the action against this env's action spec already."""
+        if not checked:
+            self._check_step_input(tensordict)
         values = self._step_values(tensordict)
         self._complete_done(values)
         self._check_rewards(values)

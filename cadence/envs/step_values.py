@@ -84,16 +84,16 @@ class StepValues:
             ...
             KeyError: "key 'x' not found in the step's entries []"
         """
-        try:
-            return self.entries[_key(key)]
-        except KeyError:
+        value = self.entries.get(key if type(key) is str else _key(key), _REQUIRED)
+        if value is _REQUIRED:
             if default is _REQUIRED:
-                raise KeyError(f"key {key!r} not found in the step's entries {list(self.entries)}") from None
+                raise KeyError(f"key {key!r} not found in the step's entries {list(self.entries)}")
             return default
+        return value
 
     def set(self, key: NestedKey, value: torch.Tensor) -> StepValues:
         """Writes ``value`` at ``key``; returns ``self``."""
-        self.entries[_key(key)] = value
+        self.entries[key if type(key) is str else _key(key)] = value
         return self
 
     def __contains__(self, key: NestedKey) -> bool:
@@ -133,7 +133,7 @@ class StepValues:
         """Writes every entry of ``other`` (a dict or pairs); returns ``self``."""
         pairs = other.items() if isinstance(other, dict) else other
         for key, value in pairs:
-            self.entries[_key(key)] = value
+            self.entries[key if type(key) is str else _key(key)] = value
         return self
 
     def to_tensordict(self) -> TensorDictBase:

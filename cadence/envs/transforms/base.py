@@ -561,8 +561,11 @@ class TransformedEnv(EnvBase):
             and not any(t.in_keys_inv for t in self.transform.transforms)
         ))) and base._values_step_applies()
 
-    def _step_values(self, tensordict: TensorDictBase) -> StepValues:
-        values = self.transform._step(tensordict, self.base_env._step_as_values(tensordict))
+    def _step_values(self, tensordict: TensorDictBase | StepValues) -> StepValues:
+        # step() checked the action against this env's spec; where the base's is the same
+        # (no transform changed it) the base need not check it again
+        same_action = self._cached("same_action_spec", lambda: self.full_action_spec == self.base_env.full_action_spec)
+        values = self.transform._step(tensordict, self.base_env._step_as_values(tensordict, checked=same_action))
         if not isinstance(values, StepValues):  # a transform that opted in but built a TensorDict
             raise TypeError(
                 f"{self.transform!r} returned a {type(values).__name__} from _step on StepValues; a transform "

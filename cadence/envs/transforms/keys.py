@@ -275,6 +275,12 @@ class CatTensors(ObservationTransform):
 
     steps_on_values = True  # get, set, batch_dims and exclude
 
+    @property
+    def steps_over_time(self) -> bool:  # type: ignore[override]
+        # along a trailing (event) dim (dim < 0 always) a time dim before it changes nothing;
+        # deleted entries may be state another transform reads back at the next step
+        return not self.del_keys
+
     def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
         present = [key for key in self.in_keys if tensordict.get(key, None) is not None]
         if not present:

@@ -10,6 +10,7 @@ from cadence.envs import GymEnv, ParallelEnv, SerialEnv
 from cadence.envs.custom import PendulumEnv
 from cadence.envs.transforms import (
     BinarizeReward,
+    CatTensors,
     ClipTransform,
     Compose,
     DoubleToFloat,
@@ -85,6 +86,9 @@ def test_same_data_as_step_by_step(base: str, rollout: str) -> None:
         lambda: BinarizeReward(),
         lambda: SignTransform(in_keys=["observation"]),
         lambda: ClipTransform(in_keys=["observation"], in_keys_inv=["action"], low=-0.5, high=0.5),
+        lambda: CatTensors(in_keys=["observation", "step_count"], out_key="vector", unsqueeze_if_oor=True,
+                           del_keys=False),
+        lambda: CatTensors(in_keys=["observation"], out_key="vector", del_keys=False),
     ],
 )
 def test_elementwise_transforms_take_the_shortcut(transform) -> None:
