@@ -42,7 +42,8 @@ from tensordict import TensorDict, TensorDictBase
 from cadence.modules.tensor_view import compile_policy as tensor_step_of  # the name clashes with the option
 from cadence.collectors._compiled_policy import with_options
 from cadence.collectors._runners import EnvRunner, GymRunner, TrajectoryIds, gym_runner_applies
-from cadence.collectors._values_runner import ValuesRunner, values_runner_applies
+from cadence.collectors._values_runner import ValuesRunner
+from cadence.envs.values_loop import values_loop_applies
 from cadence.collectors.utils import split_trajectories
 from cadence.envs.common import EnvBase
 from cadence.envs.seeding import validate_seed
@@ -249,7 +250,7 @@ class SyncDataCollector(DataCollectorBase):
         if fast_path and cpu and gym_runner_applies(self.env):
             self._runner = GymRunner(self.env, ids)
         elif (fast_path and cpu and (self.policy is None or self._compiled is not None)
-              and values_runner_applies(self.env)):
+              and values_loop_applies(self.env)):
             self._runner = ValuesRunner(self.env, ids)  # the transforms on plain tensors, a compiled policy
         else:
             self._runner = EnvRunner(self.env, ids)

@@ -35,7 +35,7 @@ Examples:
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
@@ -46,6 +46,9 @@ from cadence.envs.metadata import EnvMetaData
 from cadence.envs.seeding import SEED_RANGE, next_seed, validate_seed
 from cadence.envs.step_values import StepValues
 from cadence.envs.utils import action_in_spec_dtype, check_in_spec, policy_on_device, step_mdp
+
+if TYPE_CHECKING:  # pragma: no cover - type hints only (that module builds on this one)
+    from cadence.envs.values_loop import ValuesLoop
 
 NestedKey = str | tuple[str, ...]
 Policy = Callable[[TensorDictBase], TensorDictBase | None]
@@ -614,6 +617,13 @@ class EnvBase(EnvSpecs, torch.nn.Module):
         )
         if fast is not None:
             return fast
+        if (policy is None and callback is None and auto_reset and tensordict is None and return_contiguous
+                and not self._has_dynamic_specs()):
+            from cadence.envs.values_loop import ValuesLoop, values_loop_applies  # it builds on this module
+
+            if values_loop_applies(self):  # random actions on plain tensors, one stack per entry
+                return self._values_rollout(ValuesLoop(self), max_steps, break_when_any_done,
+                                            break_when_all_done, set_truncated)
         if auto_reset:
             current = self.reset(tensordict)
         elif tensordict is None:
@@ -641,6 +651,28 @@ class EnvBase(EnvSpecs, torch.nn.Module):
                     current, _ = self._reset_done(current)
         result = self._stack_steps(steps, return_contiguous and not self._has_dynamic_specs())
         result.names = [None] * (result.batch_dims - 1) + ["time"]
+        if set_truncated:
+            self._mark_truncated(result)
+        return result
+
+    def _values_rollout(
+        self, loop: ValuesLoop, max_steps: int, break_when_any_done: bool, break_when_all_done: bool,
+        set_truncated: bool,
+    ) -> TensorDictBase:
+        """The generic rollout loop below (random actions, from a reset), on plain tensors."""
+        root = loop.entries(self.reset())
+        steps = []
+        for t in range(max_steps):
+            step = loop.step(root, None)
+            steps.append(step)
+            done = step.done
+            if (break_when_any_done and done.any()) or (break_when_all_done and done.all()):
+                break
+            if t + 1 < max_steps:
+                root = step.next_root
+                if not break_when_any_done and done.any():
+                    root = loop.reset_done(root)
+        result = loop.assemble(steps)
         if set_truncated:
             self._mark_truncated(result)
         return result

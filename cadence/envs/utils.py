@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
-from tensordict import TensorDictBase
+from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import InteractionType, interaction_type, set_interaction_type
 
 from cadence.data import Composite, TensorSpec, Unbounded
@@ -119,6 +119,27 @@ def step_mdp(
         >>> sorted(out.keys()), out["obs"].tolist()
         (['done', 'hidden', 'obs'], [1.0, 1.0])
     """
+    if next_tensordict is None and keep_other:
+        fast = _flat_step_mdp(tensordict, exclude_reward, exclude_done, exclude_action, reward_keys, done_keys,
+                              action_keys)
+        if fast is not None:
+            return fast
+    return _step_mdp(tensordict, next_tensordict, keep_other, exclude_reward, exclude_done, exclude_action,
+                     reward_keys, done_keys, action_keys)
+
+
+def _step_mdp(
+    tensordict: TensorDictBase,
+    next_tensordict: TensorDictBase | None,
+    keep_other: bool,
+    exclude_reward: bool,
+    exclude_done: bool,
+    exclude_action: bool,
+    reward_keys: NestedKey | Sequence[NestedKey],
+    done_keys: NestedKey | Sequence[NestedKey],
+    action_keys: NestedKey | Sequence[NestedKey],
+) -> TensorDictBase:
+    """:func:`step_mdp` by tensordict operations: any layout (the reference behaviour)."""
     next_td = tensordict.get("next")
     excluded: list[NestedKey] = []
     if exclude_reward:
@@ -140,6 +161,44 @@ def step_mdp(
         next_tensordict.update(out)
         return next_tensordict
     return out
+
+
+def _flat_step_mdp(
+    tensordict: TensorDictBase,
+    exclude_reward: bool,
+    exclude_done: bool,
+    exclude_action: bool,
+    reward_keys: NestedKey | Sequence[NestedKey],
+    done_keys: NestedKey | Sequence[NestedKey],
+    action_keys: NestedKey | Sequence[NestedKey],
+) -> TensorDictBase | None:
+    """:func:`step_mdp` by moving entries between dicts, for the step loop's common layout:
+    plain TensorDicts whose entries (but ``"next"``) are tensors, and string keys to leave
+    out; ``None`` for anything else (the tensordict operations serve it)."""
+    if type(tensordict) is not TensorDict:
+        return None
+    next_td = tensordict.get("next", None)
+    if type(next_td) is not TensorDict:
+        return None
+    excluded: set[Any] = set()
+    if exclude_reward:
+        excluded.update(_as_key_list(reward_keys))
+    if exclude_done:
+        excluded.update(_as_key_list(done_keys))
+        excluded.update(("terminated", "truncated"))
+    root_excluded = {"next", *excluded, *(_as_key_list(action_keys) if exclude_action else ())}
+    if any(type(key) is not str for key in root_excluded):
+        return None
+    entries: dict[str, torch.Tensor] = {}
+    for source, dropped in ((tensordict, root_excluded), (next_td, excluded)):
+        for key, value in source.items():
+            if key in dropped:
+                continue
+            if not isinstance(value, torch.Tensor):  # a nested entry: update() merges it, a dict would replace it
+                return None
+            entries[key] = value
+    names = tensordict.names if tensordict.batch_dims else None
+    return TensorDict(entries, batch_size=tensordict.batch_size, device=tensordict.device, names=names)
 
 
 def terminated_or_truncated(

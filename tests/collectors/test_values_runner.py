@@ -15,7 +15,8 @@ from tensordict.nn import TensorDictModule, TensorDictSequential
 
 from cadence.collectors import SyncDataCollector
 from cadence.collectors._runners import EnvRunner
-from cadence.collectors._values_runner import ValuesRunner, values_runner_applies
+from cadence.collectors._values_runner import ValuesRunner
+from cadence.envs.values_loop import values_loop_applies
 from cadence.envs import (
     CatTensors,
     Compose,
@@ -121,7 +122,7 @@ def test_what_keeps_the_generic_runner() -> None:
             return next_tensordict.set("reward", next_tensordict.get("reward") / 2)
 
     env = _env(True, chain=lambda: Compose(StepCounter(5), Halve()))
-    assert not values_runner_applies(env)
+    assert not values_loop_applies(env)
     assert isinstance(SyncDataCollector(env, None, frames_per_batch=5, total_frames=5)._runner, EnvRunner)
 
     def by_hand(td):  # type: ignore[no-untyped-def]  # a policy that does not compile to tensors

@@ -228,3 +228,39 @@ def test_check_env_specs_ignores_the_auto_reset_placeholders():
     env = AutoResetCounter()
     assert env.rollout(3, break_when_any_done=False)["next", "count"].isnan().any()  # the placeholders
     check_env_specs(env)
+
+
+@pytest.mark.parametrize("options", [
+    {}, {"exclude_reward": False}, {"exclude_done": True}, {"exclude_action": False},
+    {"exclude_done": True, "exclude_reward": False, "exclude_action": False},
+])
+@pytest.mark.parametrize("batch", [(), (3,)])
+def test_step_mdp_by_dicts_equals_the_tensordict_operations(options: dict, batch: tuple) -> None:
+    from cadence.envs.utils import _step_mdp
+
+    def step() -> TensorDict:
+        next_td = TensorDict({"obs": torch.rand(*batch, 2), "reward": torch.rand(*batch, 1),
+                              "done": torch.zeros(*batch, 1, dtype=torch.bool),
+                              "terminated": torch.zeros(*batch, 1, dtype=torch.bool),
+                              "truncated": torch.ones(*batch, 1, dtype=torch.bool)}, batch)
+        return TensorDict({"obs": torch.rand(*batch, 2), "action": torch.rand(*batch, 1), "hidden": torch.ones(*batch, 4),
+                           "done": torch.zeros(*batch, 1, dtype=torch.bool), "next": next_td}, batch)
+
+    data = step()
+    if batch:
+        data.names = ["env"]
+    defaults = {"exclude_reward": True, "exclude_done": False, "exclude_action": True}
+    kwargs = {**defaults, **options}
+    fast = step_mdp(data, **kwargs)
+    slow = _step_mdp(data, None, True, kwargs["exclude_reward"], kwargs["exclude_done"], kwargs["exclude_action"],
+                     "reward", "done", "action")
+    assert list(fast.keys()) == list(slow.keys()) and fast.names == slow.names and fast.batch_size == slow.batch_size
+    for key in slow.keys():
+        assert fast.get(key) is slow.get(key)  # the same tensors, moved, not copied
+
+
+def test_step_mdp_merges_nested_entries_as_update_does() -> None:
+    data = TensorDict({"agent": {"obs": torch.zeros(2), "memory": torch.ones(2)},
+                       "next": {"agent": {"obs": torch.ones(2)}, "reward": torch.ones(1)}}, [])
+    out = step_mdp(data)
+    assert out["agent", "obs"].tolist() == [1.0, 1.0] and out["agent", "memory"].tolist() == [1.0, 1.0]

@@ -485,7 +485,7 @@ class TransformedEnv(EnvBase):
 
     @property
     def batch_locked(self) -> bool:  # type: ignore[override]
-        return self.base_env.batch_locked
+        return self._modules["base_env"].batch_locked  # read at every step: past Module.__getattr__
 
     def _refresh_specs(self) -> None:
         """Reads the base env's batch size, device and specs and passes them through the transforms."""
@@ -553,7 +553,7 @@ class TransformedEnv(EnvBase):
     def _values_step_applies(self) -> bool:
         """Whether a step may run on plain tensors: every transform ``steps_on_values`` with
         no inverse keys, and the base env steps on values (a stock gymnasium env, say)."""
-        base = self.base_env
+        base = self._modules["base_env"]  # this runs at every step: past Module.__getattr__
         if not self.step_on_values or base.run_type_checks or base.auto_reset:
             return False
         return bool(self._cached("values_step_applies", lambda: (
@@ -564,11 +564,13 @@ class TransformedEnv(EnvBase):
     def _step_values(self, tensordict: TensorDictBase | StepValues) -> StepValues:
         # step() checked the action against this env's spec; where the base's is the same
         # (no transform changed it) the base need not check it again
-        same_action = self._cached("same_action_spec", lambda: self.full_action_spec == self.base_env.full_action_spec)
-        values = self.transform._step(tensordict, self.base_env._step_as_values(tensordict, checked=same_action))
+        modules = self._modules  # this runs at every step: past Module.__getattr__
+        transform, base = modules["transform"], modules["base_env"]
+        same_action = self._cached("same_action_spec", lambda: self.full_action_spec == base.full_action_spec)
+        values = transform._step(tensordict, base._step_as_values(tensordict, checked=same_action))
         if not isinstance(values, StepValues):  # a transform that opted in but built a TensorDict
             raise TypeError(
-                f"{self.transform!r} returned a {type(values).__name__} from _step on StepValues; a transform "
+                f"{transform!r} returned a {type(values).__name__} from _step on StepValues; a transform "
                 "with steps_on_values=True must keep working on what it is given"
             )
         return values
