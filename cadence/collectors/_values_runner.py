@@ -26,7 +26,7 @@ from tensordict import TensorDict, TensorDictBase
 
 from cadence.collectors._runners import TRAJ_KEY, TrajectoryIds
 from cadence.envs.common import EnvBase
-from cadence.envs.values_loop import ValuesLoop, ValuesStep
+from cadence.envs.values_loop import ValuesLoop
 from cadence.modules.tensor_view import TensorStep
 
 __all__ = ["ValuesRunner"]
@@ -67,18 +67,18 @@ class ValuesRunner:
         if self.root is None:
             self.reset()
         batch_size, loop = self.env.batch_size, self.loop
-        recorded: list[ValuesStep] = []
+        recording = loop.recording()
         ids: list[torch.Tensor] = []
         root = self.root
         assert root is not None
         for _ in range(steps):
             ids.append(self.ids.current)
             step = loop.step(root, policy)
-            recorded.append(step)
+            recording.add(step.entries, step.next_entries)
             root = step.next_root
             if step.done.any():
                 self.ids.renew(step.done.reshape(*batch_size, -1).any(-1))
                 root = loop.reset_done(root)
         self.root = root
         traj_ids = {TRAJ_KEY[0]: {TRAJ_KEY[1]: torch.stack(ids, self.env.batch_dims)}}
-        return loop.assemble(recorded, traj_ids)
+        return loop.assemble(recording, traj_ids)

@@ -661,10 +661,10 @@ class EnvBase(EnvSpecs, torch.nn.Module):
     ) -> TensorDictBase:
         """The generic rollout loop below (random actions, from a reset), on plain tensors."""
         root = loop.entries(self.reset())
-        steps = []
+        recording = loop.recording()
         for t in range(max_steps):
             step = loop.step(root, None)
-            steps.append(step)
+            recording.add(step.entries, step.next_entries)
             done = step.done
             if (break_when_any_done and done.any()) or (break_when_all_done and done.all()):
                 break
@@ -672,7 +672,7 @@ class EnvBase(EnvSpecs, torch.nn.Module):
                 root = step.next_root
                 if not break_when_any_done and done.any():
                     root = loop.reset_done(root)
-        result = loop.assemble(steps)
+        result = loop.assemble(recording)
         if set_truncated:
             self._mark_truncated(result)
         return result

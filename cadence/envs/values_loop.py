@@ -6,7 +6,8 @@ action (a compiled policy's, or random ones drawn as ``rand_action`` draws them)
 the env as :class:`~cadence.envs.step_values.StepValues` (``EnvBase._step_as_values``),
 and makes the next input by moving entries between dicts (``step_mdp``'s rule: the
 action and the rewards stay behind). Resets (rare) go through the env's own
-``_reset_done`` on a TensorDict. :meth:`ValuesLoop.assemble` stacks each entry once.
+``_reset_done`` on a TensorDict. A :class:`Recording` stacks the steps' entries (in
+chunks) and :meth:`ValuesLoop.assemble` lays them out as the generic loop's data.
 
 It serves envs for which :func:`values_loop_applies`: the steps run on values, every key is
 a string (no nested entries), every entry a tensor, on the CPU, without type checks or auto-reset, with one root
@@ -36,7 +37,7 @@ from cadence.envs.step_values import StepValues
 if TYPE_CHECKING:  # pragma: no cover - type hints only (the env core imports this module)
     from cadence.envs.common import EnvBase
 
-__all__ = ["ValuesLoop", "ValuesStep", "values_loop_applies"]
+__all__ = ["Recording", "ValuesLoop", "ValuesStep", "values_loop_applies"]
 
 Entries = dict[str, torch.Tensor]
 TensorPolicy = Callable[[Entries], None]
@@ -118,24 +119,86 @@ class ValuesLoop:
         reset, _ = self.env._reset_done(TensorDict(next_root, batch_size=self.env.batch_size))
         return self.entries(reset)
 
-    def assemble(self, steps: list[ValuesStep], extra: dict[str, Any] | None = None) -> TensorDictBase:
-        """The steps stacked on a trailing ``"time"`` dim, with ``extra`` root entries (already stacked)."""
+    def recording(self) -> Recording:
+        """An empty record of steps for :meth:`assemble`."""
+        return Recording(self.env.batch_dims)
+
+    def assemble(self, recording: Recording, extra: dict[str, Any] | None = None) -> TensorDictBase:
+        """The recorded steps on a trailing ``"time"`` dim, with ``extra`` root entries (already stacked)."""
         env = self.env
-        nb = env.batch_dims
-        entries: dict[Any, Any] = self._stacked([step.entries for step in steps], nb, "input")
-        entries["next"] = self._stacked([step.next_entries for step in steps], nb, "next")
+        entries, next_entries, steps = recording.stacked()
+        entries["next"] = next_entries
         if extra:
             entries.update(extra)
-        out = TensorDict(entries, batch_size=torch.Size([*env.batch_size, len(steps)]))
-        out.names = [None] * nb + ["time"]
+        out = TensorDict(entries, batch_size=torch.Size([*env.batch_size, steps]))
+        out.names = [None] * env.batch_dims + ["time"]
         return out
 
-    @staticmethod
-    def _stacked(steps: list[dict[Any, torch.Tensor]], dim: int, where: str) -> dict[Any, torch.Tensor]:
+
+class Recording:
+    """The steps of a rollout or a batch, stacked every :attr:`CHUNK` steps.
+
+    Keeping every step's tensors alive until the end would hand Python's garbage
+    collector thousands of objects per batch to promote and then scan in full (a full
+    collection measured 160 ms, about a fifth of a 1000-step batch's time); stacked in
+    chunks, the steps' tensors die young. The values are the same as one stack's.
+
+    Args:
+        dim: the time dim (the env's batch dims).
+
+    Examples:
+        >>> import torch
+        >>> recording = Recording(0)
+        >>> for t in range(70):
+        ...     recording.add({"x": torch.tensor([t])}, {"y": torch.tensor([t + 1])})
+        >>> root, following, steps = recording.stacked()
+        >>> root["x"].shape, following["y"][-1].item(), steps
+        (torch.Size([70, 1]), 70, 70)
+    """
+
+    CHUNK = 64
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self.steps = 0
+        self._pending: list[tuple[dict[Any, torch.Tensor], dict[Any, torch.Tensor]]] = []
+        self._chunks: list[tuple[dict[Any, torch.Tensor], dict[Any, torch.Tensor]]] = []
+
+    def add(self, entries: dict[Any, torch.Tensor], next_entries: dict[Any, torch.Tensor]) -> None:
+        """Records one step: its input's entries and its results."""
+        self._pending.append((entries, next_entries))
+        self.steps += 1
+        if len(self._pending) >= self.CHUNK:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._pending:
+            roots, nexts = zip(*self._pending)
+            self._chunks.append((self._stack(list(roots), "input"), self._stack(list(nexts), "next")))
+            self._pending = []
+
+    def stacked(self) -> tuple[dict[Any, torch.Tensor], dict[Any, torch.Tensor], int]:
+        """(input entries, results, steps), each entry stacked on the time dim."""
+        self._flush()
+        chunks, dim = self._chunks, self.dim
+        if len(chunks) == 1:
+            roots, nexts = chunks[0]
+            return dict(roots), dict(nexts), self.steps
+        joined = []
+        for part, where in ((0, "input"), (1, "next")):
+            first = chunks[0][part]
+            try:
+                joined.append({key: torch.cat([chunk[part][key] for chunk in chunks], dim) for key in first})
+            except (KeyError, RuntimeError) as err:
+                raise ValueError(f"The steps' {where} entries changed during the rollout ({err!r}): "
+                                 "check_env_specs(env) names the entry.") from err
+        return joined[0], joined[1], self.steps
+
+    def _stack(self, steps: list[dict[Any, torch.Tensor]], where: str) -> dict[Any, torch.Tensor]:
         out = {}
         for key in steps[0]:
             try:
-                out[key] = torch.stack([step[key] for step in steps], dim)
+                out[key] = torch.stack([step[key] for step in steps], self.dim)
             except (KeyError, RuntimeError) as err:
                 raise ValueError(
                     f"The steps' {where} entry {key!r} does not stack ({err!r}); the env's data does not keep to "

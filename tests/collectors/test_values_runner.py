@@ -55,7 +55,7 @@ def _policy() -> TensorDictModule:
 
 
 def _batches(on_values: bool, policy: object, num_envs: int | None = None, **kwargs: object) -> list:
-    frames = 20 if num_envs is None else 21  # 7 steps of 3 envs
+    frames = 150 if num_envs is None else 21  # 150 steps: more than a Recording's chunk; 7 steps of 3 envs
     collector = SyncDataCollector(_env(on_values, num_envs), policy, frames_per_batch=frames, total_frames=4 * frames,
                                   **kwargs)
     runner = collector._runner

@@ -66,8 +66,9 @@ def test_random_rollout_equals_the_generic_loop(name: str, rollout: str) -> None
     fast_env._values_rollout = lambda *args: taken.append(True) or original(fast_env, *args)
     fast_env.set_seed(3)
     slow_env.set_seed(3)
-    fast = fast_env.rollout(40, **ROLLOUTS[rollout])
-    slow = slow_env.rollout(40, callback=lambda env, data: None, **ROLLOUTS[rollout])  # a callback keeps the loop
+    steps = 150  # more than a Recording's chunk (64), not a multiple of it
+    fast = fast_env.rollout(steps, **ROLLOUTS[rollout])
+    slow = slow_env.rollout(steps, callback=lambda env, data: None, **ROLLOUTS[rollout])  # a callback keeps the loop
     assert taken, "the rollout did not take the values loop"
     assert_same_rollout(fast, slow)
     # both envs stand at the same place and their generators agree afterwards
