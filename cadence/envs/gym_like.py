@@ -76,6 +76,19 @@ class default_info_dict_reader:  # noqa: N801 - the reference library's name
         return tensordict
 
 
+def tensor_to_numpy(tensor: torch.Tensor) -> np.ndarray:
+    """``tensor.detach().cpu().numpy()``, without the two no-op calls for a CPU tensor
+    outside autograd (the common action on the step path).
+
+    Examples:
+        >>> tensor_to_numpy(torch.ones(2, requires_grad=True)).tolist()
+        [1.0, 1.0]
+    """
+    if tensor.requires_grad or tensor.device.type != "cpu":
+        return tensor.detach().cpu().numpy()
+    return tensor.numpy()
+
+
 _ONE = torch.Size([1])
 _FLAGS = {False: torch.zeros(1, dtype=torch.bool), True: torch.ones(1, dtype=torch.bool)}
 
@@ -186,7 +199,7 @@ class GymLikeEnv(EnvBase):
 
     def read_action(self, action: torch.Tensor) -> Any:
         """The action in the simulator's format (a numpy array by default)."""
-        return action.detach().cpu().numpy()
+        return tensor_to_numpy(action)
 
     def read_info(self, info: Mapping[str, Any], tensordict: TensorDictBase) -> TensorDictBase:
         """Runs the registered info-dict readers."""

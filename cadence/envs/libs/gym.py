@@ -34,7 +34,7 @@ from cadence.data import (
     TensorSpec,
     Unbounded,
 )
-from cadence.envs.gym_like import GymLikeEnv
+from cadence.envs.gym_like import GymLikeEnv, tensor_to_numpy
 from cadence.envs.libs.gym_backend import gym_backend, set_gym_backend
 from cadence.envs.libs.gym_rollout import fast_gym_rollout
 
@@ -202,8 +202,8 @@ def _action_converter(space: Any, spec: TensorSpec) -> Callable[[torch.Tensor], 
         return to_indices
     if isinstance(space, (spaces.Box, spaces.MultiDiscrete, spaces.MultiBinary, spaces.Discrete)):
         np_dtype = space.dtype
-        return lambda action: action.detach().cpu().numpy().astype(np_dtype, copy=False)
-    return lambda action: action.detach().cpu().numpy()
+        return lambda action: tensor_to_numpy(action).astype(np_dtype, copy=False)
+    return tensor_to_numpy
 
 
 class GymWrapper(GymLikeEnv):
