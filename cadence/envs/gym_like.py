@@ -20,6 +20,7 @@ from tensordict import TensorDict, TensorDictBase
 
 from cadence.data import Composite, NonTensor, TensorSpec, Unbounded
 from cadence.envs.common import EnvBase
+from cadence.envs.array_rollout import array_rollout, array_rollout_applies
 from cadence.envs.step_values import StepValues
 from cadence.envs.utils import SpecMismatchError
 
@@ -289,6 +290,25 @@ class GymLikeEnv(EnvBase):
         results = self.read_done(terminated, truncated)
         results["reward"] = self.read_reward(reward)
         return self._build_output(obs, info, results)
+
+    def _fast_rollout(
+        self,
+        max_steps: int,
+        *,
+        policy: Any,
+        callback: Any,
+        auto_reset: bool,
+        break_when_any_done: bool,
+        break_when_all_done: bool,
+        return_contiguous: bool,
+        tensordict: TensorDictBase | None,
+        set_truncated: bool,
+    ) -> TensorDictBase | None:
+        # random actions from a reset: the simulator stepped into arrays (cadence.envs.array_rollout)
+        if (policy is not None or callback is not None or not auto_reset or tensordict is not None
+                or break_when_all_done or not return_contiguous or not array_rollout_applies(self)):
+            return None
+        return array_rollout(self, max_steps, break_when_any_done, set_truncated)
 
     def _values_step_applies(self) -> bool:
         # the stock step and output builder, no info readers, flat observation keys, on the CPU

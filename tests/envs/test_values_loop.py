@@ -24,13 +24,6 @@ from cadence.envs.values_loop import ValuesLoop, values_loop_applies
 from tests.fakes import GenericPathGymEnv, assert_same_rollout
 
 
-def _dm_control() -> EnvBase:
-    pytest.importorskip("dm_control", reason="dm_control is not installed (the dm_control extra)")
-    from cadence.envs import DMControlEnv
-
-    return DMControlEnv("cheetah", "run")
-
-
 def _chain_without_over_time() -> EnvBase:
     # CatTensors deleting its inputs keeps the per-step loop (no over-time shortcut)
     return TransformedEnv(GymEnv("Pendulum-v1"), Compose(
@@ -46,7 +39,6 @@ ENVS: dict[str, Callable[[], EnvBase]] = {
     "chain-vector": lambda: TransformedEnv(GymEnv("CartPole-v1", num_envs=2), Compose(
         StepCounter(6), RewardSum(),
         CatTensors(in_keys=["observation", "step_count"], out_key="vector", unsqueeze_if_oor=True))),
-    "dm_control": _dm_control,
 }
 ROLLOUTS = {
     "any-done": {},

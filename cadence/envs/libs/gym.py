@@ -413,6 +413,9 @@ class GymWrapper(GymLikeEnv):
         tensordict: TensorDictBase | None,
         set_truncated: bool,
     ) -> TensorDictBase | None:
+        request = dict(policy=policy, callback=callback, auto_reset=auto_reset, break_when_any_done=break_when_any_done,
+                       break_when_all_done=break_when_all_done, return_contiguous=return_contiguous,
+                       tensordict=tensordict, set_truncated=set_truncated)
         if (
             callback is not None
             or not auto_reset
@@ -421,7 +424,7 @@ class GymWrapper(GymLikeEnv):
             or not return_contiguous
             or not self._fast_path_applies()
         ):
-            return None
+            return super()._fast_rollout(max_steps, **request)  # dict observations: the gym-like arrays
         return fast_gym_rollout(self, max_steps, policy, break_when_any_done, set_truncated)
 
     def _steps_until_done(self, tensordict: TensorDictBase, actions: torch.Tensor) -> TensorDictBase:
