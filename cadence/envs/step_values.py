@@ -107,6 +107,12 @@ class StepValues:
             >>> list(values.exclude("b").keys())
             ['a']
         """
+        if all(type(key) is str for key in keys):  # the common case: top-level names, a set lookup each
+            names = set(keys)
+            return StepValues(
+                {k: v for k, v in self.entries.items() if (k if type(k) is str else k[0]) not in names},
+                self.batch_size, self.device,
+            )
         dropped = [(_key(key),) if type(_key(key)) is str else _key(key) for key in keys]
 
         def kept(key: Any) -> bool:

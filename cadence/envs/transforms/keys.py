@@ -282,20 +282,19 @@ class CatTensors(ObservationTransform):
         return not self.del_keys
 
     def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
-        present = [key for key in self.in_keys if tensordict.get(key, None) is not None]
-        if not present:
+        found = [tensordict.get(key, None) for key in self.in_keys]
+        if all(value is None for value in found):
             return tensordict
-        if len(present) != len(self.in_keys):
-            missing = [key for key in self.in_keys if key not in present]
+        if any(value is None for value in found):
+            missing = [key for key, value in zip(self.in_keys, found) if value is None]
             raise KeyError(f"CatTensors expected {self.in_keys}, but {missing} are missing.")
-        values = [
-            self._fit(tensordict.get(k), tensordict.get(k).ndim - tensordict.batch_dims, k) for k in self.in_keys
-        ]
+        batch_dims = tensordict.batch_dims
+        values = [self._fit(value, value.ndim - batch_dims, key) for key, value in zip(self.in_keys, found)]
         dtype = values[0].dtype
         for value in values[1:]:
             dtype = torch.promote_types(dtype, value.dtype)
         try:
-            out = torch.cat([v.to(dtype) for v in values], self.dim)
+            out = torch.cat([v if v.dtype == dtype else v.to(dtype) for v in values], self.dim)
         except RuntimeError as err:
             shapes = {str(k): tuple(v.shape) for k, v in zip(self.in_keys, values)}
             raise RuntimeError(f"CatTensors could not concatenate {shapes} along dim {self.dim}: {err}") from err
