@@ -19,7 +19,7 @@ Examples:
     >>> import pytest; dm_control = pytest.importorskip("dm_control")  # skips without dm_control
     >>> from cadence.envs import DMControlEnv
     >>> env = DMControlEnv("cheetah", "run")
-    >>> array_rollout_applies(env)
+    >>> env._array_rollout_applies()
     True
     >>> env.rollout(5, break_when_any_done=False)["next", "position"].shape
     torch.Size([5, 8])
@@ -40,20 +40,14 @@ if TYPE_CHECKING:  # pragma: no cover - type hints only (gym_like builds on this
 
 __all__ = ["array_rollout", "array_rollout_applies"]
 
-_STOCK = ("_step", "_build_output", "read_obs", "_read_entry", "read_reward", "read_done")
-
 
 def _numpy_dtype(dtype: torch.dtype) -> np.dtype:
     return torch.empty(0, dtype=dtype).numpy().dtype
 
 
 def array_rollout_applies(env: GymLikeEnv) -> bool:
-    """Whether :func:`array_rollout` can run ``env`` (see the module)."""
-    from cadence.envs.gym_like import GymLikeEnv
-
-    cls = type(env)
-    if not all(getattr(cls, name) is getattr(GymLikeEnv, name) for name in _STOCK):
-        return False
+    """Whether :func:`array_rollout` can run ``env``, given stock readers (which
+    ``GymLikeEnv._array_rollout_applies`` checks; see the module)."""
     if env.batch_size or env.device not in (None, torch.device("cpu")) or env.run_type_checks or env.auto_reset:
         return False
     if getattr(env, "from_pixels", False) or env.info_dict_reader or len(env.action_keys) != 1:

@@ -781,9 +781,15 @@ class EnvBase(EnvSpecs, torch.nn.Module):
             >>> type(env).__name__, type(env.base_env).__name__
             ('TransformedEnv', 'PendulumEnv')
         """
-        from cadence.envs.transforms.base import TransformedEnv  # the transforms import this module
+        wrapper = EnvBase._transformed_env_class
+        if wrapper is None:
+            raise RuntimeError("append_transform() needs cadence.envs.transforms imported (import cadence.envs does it)")
+        return wrapper(self, transform)
 
-        return TransformedEnv(self, transform)
+    #: What ``append_transform`` wraps an env in: ``TransformedEnv``, which
+    #: ``cadence.envs.transforms.base`` sets here when it is imported (the transforms build on
+    #: this module, so this module does not import them).
+    _transformed_env_class: type[EnvBase] | None = None
 
     def close(self) -> None:
         """Releases the env's resources; the env cannot be used afterwards."""

@@ -306,9 +306,16 @@ class GymLikeEnv(EnvBase):
     ) -> TensorDictBase | None:
         # random actions from a reset: the simulator stepped into arrays (cadence.envs.array_rollout)
         if (policy is not None or callback is not None or not auto_reset or tensordict is not None
-                or break_when_all_done or not return_contiguous or not array_rollout_applies(self)):
+                or break_when_all_done or not return_contiguous or not self._array_rollout_applies()):
             return None
         return array_rollout(self, max_steps, break_when_any_done, set_truncated)
+
+    def _array_rollout_applies(self) -> bool:
+        """Whether the random-action rollout may run in arrays: the stock readers (the arrays
+        are written as they would convert) and what ``array_rollout_applies`` asks."""
+        cls = type(self)
+        stock = ("_step", "_build_output", "read_obs", "_read_entry", "read_reward", "read_done")
+        return all(getattr(cls, name) is getattr(GymLikeEnv, name) for name in stock) and array_rollout_applies(self)
 
     def _values_step_applies(self) -> bool:
         # the stock step and output builder, no info readers, flat observation keys, on the CPU

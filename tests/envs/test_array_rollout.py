@@ -13,7 +13,6 @@ import torch
 from gymnasium import spaces
 
 from cadence.envs import EnvBase, GymWrapper
-from cadence.envs.array_rollout import array_rollout_applies
 from tests.fakes import assert_same_rollout
 
 
@@ -66,7 +65,7 @@ ROLLOUTS = {
 def test_random_rollout_in_arrays_equals_the_generic_loop(name: str, rollout: str) -> None:
     make, steps = ENVS[name]
     fast_env, slow_env = make(), make()
-    assert array_rollout_applies(fast_env)
+    assert fast_env._array_rollout_applies()
     fast_env.set_seed(5)
     slow_env.set_seed(5)
     fast = fast_env.rollout(steps, **ROLLOUTS[rollout])
@@ -80,10 +79,10 @@ def test_random_rollout_in_arrays_equals_the_generic_loop(name: str, rollout: st
 def test_what_keeps_the_generic_loop() -> None:
     env = GymWrapper(ReachEnv())
     env.run_type_checks = True
-    assert not array_rollout_applies(env)
+    assert not env._array_rollout_applies()
 
     class Readers(GymWrapper):
         def read_reward(self, reward: Any) -> torch.Tensor:
             return super().read_reward(reward) * 2
 
-    assert not array_rollout_applies(Readers(ReachEnv()))
+    assert not Readers(ReachEnv())._array_rollout_applies()

@@ -626,3 +626,6 @@ class TransformedEnv(EnvBase):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(env={self.base_env!r}, transform={self.transform!r})"
+
+
+EnvBase._transformed_env_class = TransformedEnv  # EnvBase.append_transform wraps in it
