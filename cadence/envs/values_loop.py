@@ -86,6 +86,10 @@ class ValuesLoop:
         self.env = env
         action_keys = list(env.action_keys)
         self._single_action = action_keys[0] if len(action_keys) == 1 else None
+        # an action of exactly the spec's shape and dtype passes step()'s check as it is
+        single = self._single_action
+        spec = env.full_action_spec[single] if single is not None else None
+        self._action_layout = None if spec is None else (spec.shape, spec.dtype)
         self._rewards = set(env.reward_keys)
         # step_mdp's rule: the step's results leave "next", the action and rewards stay behind
         self._dropped = {"next", *action_keys, *self._rewards}
@@ -106,7 +110,11 @@ class ValuesLoop:
             values[self._single_action] = env.full_action_spec[self._single_action].rand(None, generator=env.rng)
         else:
             values.update(env.full_action_spec.rand(None, generator=env.rng).items())
-        next_entries = env._step_as_values(StepValues(values, env.batch_size, env.device)).entries
+        checked = False
+        if self._action_layout is not None:  # the common case spares step()'s full check
+            action = values.get(self._single_action)
+            checked = action is not None and (action.shape, action.dtype) == self._action_layout
+        next_entries = env._step_as_values(StepValues(values, env.batch_size, env.device), checked=checked).entries
         dropped, rewards = self._dropped, self._rewards
         next_root = {key: value for key, value in values.items() if key not in dropped}
         for key, value in next_entries.items():
