@@ -42,7 +42,7 @@ from tensordict import TensorDict, TensorDictBase
 from cadence.modules.tensor_view import compile_policy as tensor_step_of  # the name clashes with the option
 from cadence.collectors._compiled_policy import with_options
 from cadence.collectors._runners import EnvRunner, GymRunner, TrajectoryIds, gym_runner_applies
-from cadence.collectors._values_runner import ValuesRunner
+from cadence.collectors._values_runner import ValuesRunner, tensordict_step
 from cadence.envs.values_loop import values_loop_applies
 from cadence.collectors.utils import split_trajectories
 from cadence.envs.common import EnvBase
@@ -246,12 +246,19 @@ class SyncDataCollector(DataCollectorBase):
         wrapped = self._acting is not self.policy  # a compiled policy runs as the user compiled it
         self._compiled = None if self.policy is None or wrapped else tensor_step_of(self.policy, self.env.batch_size)
         cpu = all(d in (None, torch.device("cpu")) for d in (self.storing_device, self.policy_device))
+        self._values_policy: Any = None  # the policy as a step on the entries' dict (ValuesRunner, not compiled)
         self._runner: EnvRunner | GymRunner | ValuesRunner
         if fast_path and cpu and gym_runner_applies(self.env):
             self._runner = GymRunner(self.env, ids)
-        elif (fast_path and cpu and (self.policy is None or self._compiled is not None)
-              and values_loop_applies(self.env)):
-            self._runner = ValuesRunner(self.env, ids)  # the transforms on plain tensors, a compiled policy
+        elif fast_path and cpu and values_loop_applies(self.env) and (
+            self.policy is None or self._compiled is not None
+            or (not wrapped and (bridge := tensordict_step(self.policy, self.env.batch_size)) is not None)
+        ):
+            # the transforms on plain tensors; a policy compiled to tensors, or called on one
+            # TensorDict of the step's entries (any TensorDictModuleBase with flat out_keys)
+            self._runner = ValuesRunner(self.env, ids)
+            if self._compiled is None and self.policy is not None:
+                self._values_policy = bridge
         else:
             self._runner = EnvRunner(self.env, ids)
 
@@ -346,7 +353,7 @@ class SyncDataCollector(DataCollectorBase):
             if random and self._iter == 0 and self.policy is not None:
                 self._probe_policy_keys()
             if isinstance(runner, ValuesRunner):
-                batch = runner.collect(self.steps_per_batch, None if random else self._compiled)
+                batch = runner.collect(self.steps_per_batch, None if random else (self._compiled or self._values_policy))
             elif isinstance(runner, GymRunner):
                 if random or self._compiled is not None:
                     batch = runner.collect(self.steps_per_batch, None if random else self._compiled)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pytest
 import torch
-from tensordict.nn import TensorDictModule, TensorDictSequential
+from tensordict.nn import TensorDictModule, TensorDictModuleBase, TensorDictSequential
 
 from cadence.collectors import SyncDataCollector
 from cadence.collectors._runners import EnvRunner
@@ -131,3 +131,43 @@ def test_what_keeps_the_generic_runner() -> None:
     collector = SyncDataCollector(_env(True), by_hand, frames_per_batch=5, total_frames=5)
     assert isinstance(collector._runner, EnvRunner) and not collector.uses_fast_path
     assert SyncDataCollector(_env(True), _policy(), frames_per_batch=5, total_frames=5).uses_fast_path
+
+
+def _probabilistic_actor() -> object:
+    from torch import nn
+
+    from cadence.data import Bounded
+    from cadence.modules import NormalParamExtractor, ProbabilisticActor, TanhNormal
+
+    torch.manual_seed(2)
+    net = TensorDictModule(nn.Sequential(nn.Linear(3, 2), NormalParamExtractor()), ["observation_vector"], ["loc", "scale"])
+    return ProbabilisticActor(net, in_keys=["loc", "scale"], distribution_class=TanhNormal,
+                              spec=Bounded(-2.0, 2.0, shape=(1,)), return_log_prob=True)
+
+
+class Jitter(TensorDictModuleBase):
+    """A user's own exploration module: it reads the action and the step count, writes the action."""
+
+    in_keys = ["action", "step_count"]
+    out_keys = ["action"]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.generator = torch.Generator().manual_seed(4)
+
+    def forward(self, tensordict):  # type: ignore[no-untyped-def]
+        noise = torch.randn(tensordict.get("action").shape, generator=self.generator) * 0.1
+        return tensordict.set("action", tensordict.get("action") + noise * (tensordict.get("step_count") % 2))
+
+
+@pytest.mark.parametrize("make_policy", [_probabilistic_actor, lambda: TensorDictSequential(_policy(), Jitter())])
+def test_policies_that_do_not_compile_run_on_one_tensordict_a_step(make_policy: Callable[[], object]) -> None:
+    fast_policy, slow_policy = make_policy(), make_policy()
+    slow_policy.load_state_dict(fast_policy.state_dict())
+    torch.manual_seed(7)  # the distribution samples from the global generator, as the generic runner's
+    fast_runner, *fast = _batches(True, fast_policy)
+    torch.manual_seed(7)
+    slow_runner, *slow = _batches(False, slow_policy)
+    assert isinstance(fast_runner, ValuesRunner) and isinstance(slow_runner, EnvRunner)
+    for fast_batch, slow_batch in zip(fast, slow):
+        assert_same_rollout(fast_batch, slow_batch)
