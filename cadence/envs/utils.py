@@ -141,14 +141,7 @@ def _step_mdp(
 ) -> TensorDictBase:
     """:func:`step_mdp` by tensordict operations: any layout (the reference behaviour)."""
     next_td = tensordict.get("next")
-    excluded: list[NestedKey] = []
-    if exclude_reward:
-        excluded += _as_key_list(reward_keys)
-    if exclude_done:
-        for key in _as_key_list(done_keys):
-            excluded.append(key)
-            prefix = key[:-1] if isinstance(key, tuple) else ()
-            excluded += [prefix + ("terminated",), prefix + ("truncated",)]
+    excluded = _excluded_keys(exclude_reward, exclude_done, reward_keys, done_keys)
     out = next_td.exclude(*excluded) if excluded else next_td.copy()
     if keep_other:
         root_excluded: list[NestedKey] = ["next"]
@@ -161,6 +154,27 @@ def _step_mdp(
         next_tensordict.update(out)
         return next_tensordict
     return out
+
+
+def _excluded_keys(
+    exclude_reward: bool, exclude_done: bool, reward_keys: NestedKey | Sequence[NestedKey],
+    done_keys: NestedKey | Sequence[NestedKey],
+) -> list[NestedKey]:
+    """The ``"next"`` entries :func:`step_mdp` leaves out (a done key brings its level's
+    ``"terminated"`` and ``"truncated"``)."""
+    excluded: list[NestedKey] = []
+    if exclude_reward:
+        excluded += _as_key_list(reward_keys)
+    if exclude_done:
+        for key in _as_key_list(done_keys):
+            excluded.append(key)
+            prefix = key[:-1] if isinstance(key, tuple) else ()
+            excluded += [_unwrap(prefix + ("terminated",)), _unwrap(prefix + ("truncated",))]
+    return excluded
+
+
+def _unwrap(key: tuple[str, ...]) -> NestedKey:
+    return key[0] if len(key) == 1 else key
 
 
 def _flat_step_mdp(
@@ -180,12 +194,7 @@ def _flat_step_mdp(
     next_td = tensordict.get("next", None)
     if type(next_td) is not TensorDict:
         return None
-    excluded: set[Any] = set()
-    if exclude_reward:
-        excluded.update(_as_key_list(reward_keys))
-    if exclude_done:
-        excluded.update(_as_key_list(done_keys))
-        excluded.update(("terminated", "truncated"))
+    excluded = set(_excluded_keys(exclude_reward, exclude_done, reward_keys, done_keys))
     root_excluded = {"next", *excluded, *(_as_key_list(action_keys) if exclude_action else ())}
     if any(type(key) is not str for key in root_excluded):
         return None
