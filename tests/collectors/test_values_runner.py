@@ -1,7 +1,7 @@
 """The collector's runner for envs that step on plain tensors, against the generic runner.
 
 ``SyncDataCollector`` on a ``TransformedEnv`` whose transforms all ``steps_on_values``
-runs ``ValuesRunner``; with ``step_on_values=False`` the same env runs the generic
+runs ``ValuesRunner``; with ``use_values_path=False`` the same env runs the generic
 ``EnvRunner``. Their batches must agree entry for entry.
 """
 
@@ -43,7 +43,7 @@ def _chain() -> Transform:
 def _env(on_values: bool, num_envs: int | None = None, chain: Callable[[], Transform] = _chain) -> TransformedEnv:
     base = GymEnv("Pendulum-v1") if num_envs is None else GymEnv("Pendulum-v1", num_envs=num_envs)
     env = TransformedEnv(base, chain())
-    env.step_on_values = on_values
+    env.use_values_path = on_values
     env.set_seed(0)
     return env
 

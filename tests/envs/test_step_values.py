@@ -100,7 +100,7 @@ TRANSFORMS: dict[str, Callable[[], Transform]] = {
 def _env(make_transform: Callable[[], Transform], on_values: bool, num_envs: int | None = None) -> TransformedEnv:
     base = GymEnv("Pendulum-v1") if num_envs is None else GymEnv("Pendulum-v1", num_envs=num_envs)
     env = TransformedEnv(base, make_transform())
-    env.step_on_values = on_values
+    env.use_values_path = on_values
     env.set_seed(0)
     return env
 

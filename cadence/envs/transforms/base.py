@@ -548,13 +548,13 @@ class TransformedEnv(EnvBase):
 
     #: Set to False to keep every step on the generic path (TensorDicts throughout),
     #: e.g. to compare the two.
-    step_on_values: bool = True
+    use_values_path: bool = True
 
     def _values_step_applies(self) -> bool:
         """Whether a step may run on plain tensors: every transform ``steps_on_values`` with
         no inverse keys, and the base env steps on values (a stock gymnasium env, say)."""
         base = self._modules["base_env"]  # this runs at every step: past Module.__getattr__
-        if not self.step_on_values or base.run_type_checks or base.auto_reset:
+        if not self.use_values_path or base.run_type_checks or base.auto_reset:
             return False
         return bool(self._cached("values_step_applies", lambda: (
             self.transform.steps_on_values
