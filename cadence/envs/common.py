@@ -348,9 +348,14 @@ class EnvBase(EnvSpecs, torch.nn.Module):
         if not checked:
             self._check_step_input(tensordict)
         values = self._step_values(tensordict)
-        self._complete_done(values)
-        self._check_rewards(values)
+        if not self._step_values_complete:
+            self._complete_done(values)
+            self._check_rewards(values)
         return values
+
+    #: Whether :meth:`_step_values` always writes the reward and every done flag (the
+    #: stock gym-like readers do), so that :meth:`_step_as_values` need not look for them.
+    _step_values_complete: bool = False
 
     def _check_values(self, data: TensorDictBase, where: str) -> None:
         """``run_type_checks``: every output entry present lies in its spec."""

@@ -328,6 +328,15 @@ class GymLikeEnv(EnvBase):
             and all(type(key) is str for key in self.full_observation_spec.keys(True, True))
         ))
 
+    @property
+    def _step_values_complete(self) -> bool:  # type: ignore[override]
+        # the stock readers write the reward and the three flags; the root done spec is theirs
+        cls = type(self)
+        return self._cached("step_values_complete", lambda: (
+            cls.read_done is GymLikeEnv.read_done and cls.read_reward is GymLikeEnv.read_reward
+            and list(self._done_prefixes) == [()] and self.reward_keys == ["reward"]
+        ))
+
     def _step_values(self, tensordict: TensorDictBase) -> StepValues:
         # _step's entries, in its order, without the TensorDict
         action = self.read_action(tensordict.get(self.action_key))

@@ -91,6 +91,7 @@ class ValuesLoop:
         spec = env.full_action_spec[single] if single is not None else None
         self._action_layout = None if spec is None else (spec.shape, spec.dtype)
         self._rewards = set(env.reward_keys)
+        self._batch_size, self._device = env.batch_size, env.device  # read once: properties, every step
         # step_mdp's rule: the step's results leave "next", the action and rewards stay behind
         self._dropped = {"next", *action_keys, *self._rewards}
 
@@ -114,7 +115,7 @@ class ValuesLoop:
         if self._action_layout is not None:  # the common case spares step()'s full check
             action = values.get(self._single_action)
             checked = action is not None and (action.shape, action.dtype) == self._action_layout
-        next_entries = env._step_as_values(StepValues(values, env.batch_size, env.device), checked=checked).entries
+        next_entries = env._step_as_values(StepValues(values, self._batch_size, self._device), checked=checked).entries
         dropped, rewards = self._dropped, self._rewards
         next_root = {key: value for key, value in values.items() if key not in dropped}
         for key, value in next_entries.items():

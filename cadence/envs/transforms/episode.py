@@ -125,7 +125,7 @@ class StepCounter(Transform):
         previous = tensordict.get(self.step_count_key, None)
         if previous is None:
             previous = torch.zeros_like(done, dtype=torch.int64)
-        return self._write_counts(next_tensordict, previous + 1)
+        return self._write_counts(next_tensordict, previous + 1, done)
 
     def _step_over_time(self, tensordict: TensorDictBase, next_steps: TensorDictBase) -> TensorDictBase:
         time_dim = next_steps.batch_dims - 1
@@ -143,8 +143,11 @@ class StepCounter(Transform):
         previous = tensordict.get(self.step_count_key, None)
         return self.max_steps if previous is None else max(1, int((self.max_steps - previous).min()))
 
-    def _write_counts(self, next_tensordict: TensorDictBase, count: torch.Tensor) -> TensorDictBase:
-        done = next_tensordict.get("done")
+    def _write_counts(
+        self, next_tensordict: TensorDictBase, count: torch.Tensor, done: torch.Tensor | None = None
+    ) -> TensorDictBase:
+        if done is None:
+            done = next_tensordict.get("done")
         next_tensordict.set(self.step_count_key, count)
         truncated = next_tensordict.get(self.truncated_key, None)
         if truncated is None:
