@@ -30,6 +30,7 @@ from tensordict import TensorDictBase
 
 from cadence.envs.common import EnvBase, EnvMetaData
 from cadence.envs.seeding import validate_seed
+from cadence.envs.step_values import StepValues
 
 __all__ = ["BatchedEnvBase", "EnvCreator", "SerialEnv"]
 
@@ -306,7 +307,7 @@ class SerialEnv(BatchedEnvBase):
 
     def _start_workers(self) -> None:
         self._envs: list[EnvBase] = [creator() for creator in self.create_env_fn]
-        self._current: list[TensorDictBase | None] = [None] * self.num_workers
+        self._current: list[TensorDictBase | StepValues | None] = [None] * self.num_workers
 
     def _call_workers(self, name: str, *args: Any, **kwargs: Any) -> list[Any]:
         self.start()
@@ -332,6 +333,8 @@ class SerialEnv(BatchedEnvBase):
                 current = self._current[i]
                 if current is None:
                     raise RuntimeError(f"SerialEnv: sub-env {i} was asked to keep its data before any reset.")
+                if isinstance(current, StepValues):  # where a step on values left it
+                    current = self._current[i] = current.to_tensordict()
                 outputs.append(current)
                 continue
             out = env.reset(sub, **kwargs)
@@ -349,6 +352,28 @@ class SerialEnv(BatchedEnvBase):
             results.append(result)
             self._current[i] = result.exclude(*reward_keys)
         return torch.stack(results, 0)
+
+    def _values_step_applies(self) -> bool:
+        # every sub-env steps on values, with flat keys: their entries stack key by key
+        self.start()
+        return self._cached("values_step_applies", lambda: all(
+            env._values_step_applies() and not env.run_type_checks and not env.auto_reset
+            and all(type(key) is str for key in env.full_observation_spec.keys(True, True))
+            for env in self._envs
+        ))
+
+    def _step_values(self, tensordict: TensorDictBase | StepValues) -> StepValues:
+        # each sub-env on its row of the input's entries, then one stack per entry
+        entries = list(tensordict.items())
+        reward_keys = self.reward_keys
+        results = []
+        for i, env in enumerate(self._envs):
+            row = StepValues({key: value[i] for key, value in entries}, env.batch_size, env.device)
+            result = env._step_as_values(row)
+            results.append(result.entries)
+            self._current[i] = result.exclude(*reward_keys)  # a TensorDict only if a reset needs it
+        stacked = {key: torch.stack([result[key] for result in results], 0) for key in results[0]}
+        return StepValues(stacked, self.batch_size, self.device)
 
     def _simulator_group(self) -> Any:
         """The sub-envs' simulators as one ``SimulatorGroup``, when all are stock gymnasium

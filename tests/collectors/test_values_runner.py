@@ -171,3 +171,23 @@ def test_policies_that_do_not_compile_run_on_one_tensordict_a_step(make_policy: 
     assert isinstance(fast_runner, ValuesRunner) and isinstance(slow_runner, EnvRunner)
     for fast_batch, slow_batch in zip(fast, slow):
         assert_same_rollout(fast_batch, slow_batch)
+
+
+def test_a_serial_batch_of_transformed_envs_collects_as_the_generic_runner() -> None:
+    from cadence.envs import SerialEnv
+
+    def make() -> SerialEnv:
+        env = SerialEnv(2, lambda: TransformedEnv(GymEnv("CartPole-v1"), Compose(StepCounter(11), RewardSum())))
+        env.set_seed(1)
+        return env
+
+    batches = []
+    for fast_path in (True, False):
+        collector = SyncDataCollector(make(), None, frames_per_batch=100, total_frames=300, fast_path=fast_path)
+        runner = collector._runner
+        batches.append((runner, [batch.clone() for batch in collector]))
+        collector.shutdown()
+    (fast_runner, fast), (slow_runner, slow) = batches
+    assert isinstance(fast_runner, ValuesRunner) and isinstance(slow_runner, EnvRunner)
+    for fast_batch, slow_batch in zip(fast, slow):
+        assert_same_rollout(fast_batch, slow_batch)

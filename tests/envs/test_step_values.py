@@ -207,3 +207,22 @@ def test_a_transform_that_opts_in_but_builds_a_tensordict_is_named() -> None:
     env = TransformedEnv(GymEnv("Pendulum-v1"), Rebuilds())
     with pytest.raises(TypeError, match="returned a TensorDict from _step on StepValues"):
         env.rollout(2)
+
+
+def test_a_serial_batch_under_the_chain_steps_on_values_as_on_tensordicts() -> None:
+    from cadence.envs import SerialEnv
+
+    def make(on_values: bool) -> TransformedEnv:
+        env = TransformedEnv(SerialEnv(3, lambda: GymEnv("CartPole-v1")), Compose(
+            StepCounter(30), RewardSum(), CatTensors(in_keys=["observation"], out_key="vector", del_keys=False)))
+        env.use_values_path = on_values
+        env.set_seed(0)
+        return env
+
+    fast, slow = make(True), make(False)
+    assert fast._values_step_applies() and fast.base_env._values_step_applies()
+    for step, ((data, next_td), (data_ref, next_ref)) in enumerate(zip(_manual_loop(fast, 40), _manual_loop(slow, 40))):
+        _assert_same(data, data_ref, f"data at step {step}")
+        _assert_same(next_td, next_ref, f"next input at step {step}")
+    # CartPole's random episodes end apart: partial resets of the batch happened
+    assert any(bool(d["next", "done"].any()) and not bool(d["next", "done"].all()) for d, _ in _manual_loop(make(True), 40))
