@@ -1,10 +1,12 @@
 """(Internal to the collectors.) The runner of envs that step on plain tensors.
 
 A ``TransformedEnv`` whose transforms all ``steps_on_values`` over a backend that steps on
-values (a stock gymnasium or dm_control env; see :mod:`cadence.envs.step_values`) needs
-no TensorDict inside a batch: :class:`~cadence.envs.values_loop.ValuesLoop` steps it on
-dicts of tensors, the policy compiled to a function on such a dict, and each entry is
-stacked once at the end of the batch.
+values (a stock gymnasium or dm_control env, a ``SerialEnv`` of such; see
+:mod:`cadence.envs.step_values`) needs no TensorDict inside a batch:
+:class:`~cadence.envs.values_loop.ValuesLoop` steps it on dicts of tensors, and each entry
+is stacked at the end of the batch. The policy runs compiled to a function on such a dict
+(``compile_policy``) or, any other ``TensorDictModuleBase``, on one TensorDict of the
+step's entries (:func:`tensordict_step`).
 
 The batches are the generic runner's, entry for entry (the tests compare them): the same
 keys, dtypes and values, ``("collector", "traj_ids")``, the last dim named ``"time"``.

@@ -10,8 +10,9 @@ action and the rewards stay behind). Resets (rare) go through the env's own
 chunks) and :meth:`ValuesLoop.assemble` lays them out as the generic loop's data.
 
 It serves envs for which :func:`values_loop_applies`: the steps run on values, every key is
-a string (no nested entries), every entry a tensor, on the CPU, without type checks or auto-reset, with one root
-``"done"``. Its results are the generic loop's, entry for entry (the tests compare them).
+a string (no nested entries), every entry a tensor of a fixed shape, on the CPU, without
+type checks or auto-reset, with one root ``"done"``. Its results are the generic loop's,
+entry for entry (the tests compare them).
 
 Examples:
     >>> from cadence.envs import GymEnv, StepCounter, TransformedEnv
@@ -53,6 +54,8 @@ def values_loop_applies(env: EnvBase) -> bool:
         (True, False)
     """
     if env.device not in (None, torch.device("cpu")) or env.run_type_checks or env.auto_reset:
+        return False
+    if env._has_dynamic_specs():  # steps of varying shapes do not stack
         return False
     if not env._values_step_applies():
         return False
