@@ -23,6 +23,7 @@ from cadence.envs import (
     Compose,
     DoubleToFloat,
     DTypeCastTransform,
+    ExcludeTransform,
     GymEnv,
     InitTracker,
     ObservationNorm,
@@ -30,9 +31,11 @@ from cadence.envs import (
     RewardScaling,
     RewardSum,
     SignTransform,
+    SqueezeTransform,
     StepCounter,
     Transform,
     TransformedEnv,
+    UnsqueezeTransform,
 )
 from cadence.envs.step_values import StepValues
 from tests.fakes import assert_same_rollout
@@ -91,6 +94,10 @@ TRANSFORMS: dict[str, Callable[[], Transform]] = {
     "cat_keep": lambda: CatTensors(in_keys=["observation"], out_key="observation_vector", del_keys=False),
     "cat_delete": lambda: Compose(StepCounter(9), CatTensors(
         in_keys=["observation", "step_count"], out_key="observation_vector", del_keys=True, unsqueeze_if_oor=True)),
+    "unsqueeze_squeeze": lambda: Compose(UnsqueezeTransform(-1, in_keys=["observation"], out_keys=["column"]),
+                                         SqueezeTransform(-1, in_keys=["column"], out_keys=["flat"])),
+    "exclude": lambda: Compose(CatTensors(in_keys=["observation"], out_key="vector", del_keys=False),
+                               ExcludeTransform("observation")),
     "tutorial_chain": lambda: Compose(
         DoubleToFloat(), ObservationNorm(loc=torch.zeros(3), scale=torch.ones(3)), StepCounter(6), RewardSum(),
         CatTensors(in_keys=["observation"], out_key="observation_vector", del_keys=False)),

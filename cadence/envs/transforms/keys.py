@@ -199,6 +199,8 @@ class ExcludeTransform(Transform):
         super().__init__()
         self.excluded_keys = list(excluded_keys)
 
+    steps_on_values = True  # exclude
+
     def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
         return tensordict.exclude(*self.excluded_keys)
 
@@ -355,6 +357,8 @@ def _reshaped_leaf(leaf: TensorSpec, fn: Callable[[torch.Tensor], torch.Tensor],
 class _ShapeTransform(Transform):
     """Changes the shape of entries: ``_forward`` on the way out, ``_backward`` on the
     way in; the specs follow."""
+
+    steps_on_values = True  # the base _call: get and set
 
     def _forward(self, value: torch.Tensor) -> torch.Tensor:
         raise TypeError(f"{type(self).__name__} defines no _forward()")
