@@ -24,9 +24,11 @@ from cadence.envs import (
     DoubleToFloat,
     DTypeCastTransform,
     ExcludeTransform,
+    FlattenObservation,
     GymEnv,
     InitTracker,
     ObservationNorm,
+    PermuteTransform,
     RewardClipping,
     RewardScaling,
     RewardSum,
@@ -96,6 +98,10 @@ TRANSFORMS: dict[str, Callable[[], Transform]] = {
         in_keys=["observation", "step_count"], out_key="observation_vector", del_keys=True, unsqueeze_if_oor=True)),
     "unsqueeze_squeeze": lambda: Compose(UnsqueezeTransform(-1, in_keys=["observation"], out_keys=["column"]),
                                          SqueezeTransform(-1, in_keys=["column"], out_keys=["flat"])),
+    "permute_flatten": lambda: Compose(
+        UnsqueezeTransform(-1, in_keys=["observation"], out_keys=["column"]),
+        PermuteTransform([-1, -2], in_keys=["column"], out_keys=["row"]),
+        FlattenObservation(-2, -1, in_keys=["row"], out_keys=["flat"])),
     "exclude": lambda: Compose(CatTensors(in_keys=["observation"], out_key="vector", del_keys=False),
                                ExcludeTransform("observation")),
     "tutorial_chain": lambda: Compose(
