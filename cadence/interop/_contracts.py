@@ -26,7 +26,7 @@ __all__ = ["require_methods"]
 
 
 def require_methods(cls: type, base: type, required: Sequence[str]) -> None:
-    """Refuses ``cls`` if it still has ``base``'s version of a method in ``required``.
+    """Refuses ``cls`` if it still has ``base``'s version of a method in ``required`` (or none).
 
     Args:
         cls: the subclass being defined.
@@ -43,7 +43,8 @@ def require_methods(cls: type, base: type, required: Sequence[str]) -> None:
         ...     def step(self) -> None: ...
         >>> require_methods(Concrete, Base, ("step",))
     """
-    missing = [name for name in required if getattr(cls, name) is getattr(base, name)]
+    # absent from both (a contract the base only documents) counts as missing too
+    missing = [name for name in required if getattr(cls, name, None) is getattr(base, name, None)]
     if missing:
         names = ", ".join(f"{name}()" for name in missing)
         raise TypeError(

@@ -157,8 +157,23 @@ class Episode:
 class SampleCollector:
     """The interface between a sampler and the data it collects (RLlib's method names).
 
-    A subclass must define every method below (refused at class definition otherwise;
-    ``class Base(SampleCollector, abstract=True)`` declares a base class).
+    A subclass must define these methods (refused at class definition otherwise;
+    ``class Base(SampleCollector, abstract=True)`` declares a base class), with
+    :class:`SimpleListCollector`'s signatures:
+
+    * ``add_init_obs(episode, agent_id, env_id, policy_id, t, init_obs)``: starts
+      (episode, agent) with its reset observation at timestep ``t``; queues it for inference;
+    * ``add_action_reward_next_obs(episode_id, agent_id, env_id, policy_id, agent_done,
+      values)``: records one step (``actions``, ``rewards``, dones, ``infos``, ``new_obs``,
+      policy outputs);
+    * ``episode_step(episode)``: counts one env step of ``episode``;
+    * ``total_env_steps()``: the env steps collected since the last build;
+    * ``get_inference_input_dict(policy_id)``: the input dict for the agents queued for
+      ``policy_id`` (their keys in ``forward_pass_agent_keys``);
+    * ``postprocess_episode(episode, is_done=False, check_dones=False, build=False)``:
+      builds and postprocesses the episode's data so far; returns the batches if ``build``;
+    * ``try_build_truncated_episode_multi_agent_batch()``: once ``rollout_fragment_length``
+      steps are collected, all fragments, built.
 
     Args:
         policy_map: Policy id -> policy (its ``view_requirements`` rule the collection).
@@ -199,76 +214,6 @@ class SampleCollector:
         self.rollout_fragment_length = int(rollout_fragment_length)
         self.count_steps_by = count_steps_by
         self.worker = worker
-
-    def add_init_obs(
-        self, episode: Episode, agent_id: Any, env_id: int, policy_id: str, t: int, init_obs: Any,
-    ) -> None:
-        """Starts (episode, agent) with its reset observation at timestep ``t``; queues it for inference.
-
-        Examples:
-            >>> SimpleListCollector.add_init_obs is not SampleCollector.add_init_obs  # SimpleListCollector's
-            True
-        """
-        raise TypeError(f"{type(self).__name__}.add_init_obs() is not defined")  # unreachable: __init_subclass__
-
-    def add_action_reward_next_obs(
-        self, episode_id: int, agent_id: Any, env_id: int, policy_id: str, agent_done: bool,
-        values: Mapping[str, Any],
-    ) -> None:
-        """Records one step (``actions``, ``rewards``, dones, ``infos``, ``new_obs``, policy outputs).
-
-        Examples:
-            >>> SimpleListCollector.add_action_reward_next_obs is not SampleCollector.add_action_reward_next_obs  # SimpleListCollector's
-            True
-        """
-        raise TypeError(f"{type(self).__name__}.add_action_reward_next_obs() is not defined")  # unreachable: __init_subclass__
-
-    def episode_step(self, episode: Episode) -> None:
-        """Counts one env step of ``episode``.
-
-        Examples:
-            >>> SimpleListCollector.episode_step is not SampleCollector.episode_step  # SimpleListCollector's
-            True
-        """
-        raise TypeError(f"{type(self).__name__}.episode_step() is not defined")  # unreachable: __init_subclass__
-
-    def total_env_steps(self) -> int:
-        """Env steps collected since the last build.
-
-        Examples:
-            >>> SimpleListCollector.total_env_steps is not SampleCollector.total_env_steps  # SimpleListCollector's
-            True
-        """
-        raise TypeError(f"{type(self).__name__}.total_env_steps() is not defined")  # unreachable: __init_subclass__
-
-    def get_inference_input_dict(self, policy_id: str) -> SampleBatch:
-        """The input dict for the agents queued for ``policy_id`` (see ``forward_pass_agent_keys``).
-
-        Examples:
-            >>> SimpleListCollector.get_inference_input_dict is not SampleCollector.get_inference_input_dict  # SimpleListCollector's
-            True
-        """
-        raise TypeError(f"{type(self).__name__}.get_inference_input_dict() is not defined")  # unreachable: __init_subclass__
-
-    def postprocess_episode(
-        self, episode: Episode, is_done: bool = False, check_dones: bool = False, build: bool = False,
-    ) -> SampleBatch | MultiAgentBatch | None:
-        """Builds and postprocesses the episode's data so far; returns the batches if ``build``.
-
-        Examples:
-            >>> SimpleListCollector.postprocess_episode is not SampleCollector.postprocess_episode  # SimpleListCollector's
-            True
-        """
-        raise TypeError(f"{type(self).__name__}.postprocess_episode() is not defined")  # unreachable: __init_subclass__
-
-    def try_build_truncated_episode_multi_agent_batch(self) -> list[SampleBatch | MultiAgentBatch]:
-        """Once ``rollout_fragment_length`` steps are collected: all fragments, built.
-
-        Examples:
-            >>> SimpleListCollector.try_build_truncated_episode_multi_agent_batch is not SampleCollector.try_build_truncated_episode_multi_agent_batch  # SimpleListCollector's
-            True
-        """
-        raise TypeError(f"{type(self).__name__}.try_build_truncated_episode_multi_agent_batch() is not defined")  # unreachable: __init_subclass__
 
 
 def _zeros(view_col: str, view: ViewRequirement, like: Any) -> Any:
@@ -499,7 +444,7 @@ class SimpleListCollector(SampleCollector):
     def add_init_obs(
         self, episode: Episode, agent_id: Any, env_id: int, policy_id: str, t: int, init_obs: Any,
     ) -> None:
-        """See :meth:`SampleCollector.add_init_obs`.
+        """Starts (episode, agent) with its reset observation at timestep ``t``; queues it for inference.
 
         Examples:
             >>> import gymnasium as gym, numpy as np
@@ -524,7 +469,8 @@ class SimpleListCollector(SampleCollector):
         self, episode_id: int, agent_id: Any, env_id: int, policy_id: str, agent_done: bool,
         values: Mapping[str, Any],
     ) -> None:
-        """See :meth:`SampleCollector.add_action_reward_next_obs`; queues the agent unless done.
+        """Records one step (``actions``, ``rewards``, dones, ``infos``, ``new_obs``, policy
+        outputs); queues the agent unless done.
 
         Examples:
             >>> import gymnasium as gym, numpy as np
@@ -555,7 +501,7 @@ class SimpleListCollector(SampleCollector):
             queue.append(key)
 
     def episode_step(self, episode: Episode) -> None:
-        """See :meth:`SampleCollector.episode_step`.
+        """Counts one env step of ``episode``.
 
         Examples:
             >>> episode = Episode(1, 0)
@@ -567,7 +513,7 @@ class SimpleListCollector(SampleCollector):
         self._env_steps += 1
 
     def total_env_steps(self) -> int:
-        """See :meth:`SampleCollector.total_env_steps`.
+        """Env steps collected since the last build.
 
         Examples:
             >>> SimpleListCollector({}).total_env_steps()
@@ -585,7 +531,8 @@ class SimpleListCollector(SampleCollector):
         return self._agent_steps
 
     def get_inference_input_dict(self, policy_id: str) -> SampleBatch:
-        """See :meth:`SampleCollector.get_inference_input_dict`; empties the queue.
+        """The input dict for the agents queued for ``policy_id`` (see
+        ``forward_pass_agent_keys``); empties the queue.
 
         Views with a positive shift (the future) and views not marked
         ``used_for_compute_actions`` are left out.
@@ -663,7 +610,7 @@ class SimpleListCollector(SampleCollector):
     def postprocess_episode(
         self, episode: Episode, is_done: bool = False, check_dones: bool = False, build: bool = False,
     ) -> SampleBatch | MultiAgentBatch | None:
-        """See :meth:`SampleCollector.postprocess_episode`.
+        """Builds and postprocesses the episode's data so far; returns the batches if ``build``.
 
         Builds each agent's fragment, runs ``postprocess_trajectory`` (one episode only), the
         ``on_postprocess_trajectory`` callback, then drops the non-training columns. A cut
@@ -753,7 +700,7 @@ class SimpleListCollector(SampleCollector):
         )
 
     def try_build_truncated_episode_multi_agent_batch(self) -> list[SampleBatch | MultiAgentBatch]:
-        """See :meth:`SampleCollector.try_build_truncated_episode_multi_agent_batch`.
+        """Once ``rollout_fragment_length`` steps are collected: all fragments, built.
 
         Examples:
             >>> SimpleListCollector({}, rollout_fragment_length=5).try_build_truncated_episode_multi_agent_batch()
