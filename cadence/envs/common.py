@@ -436,7 +436,8 @@ class EnvBase(EnvSpecs, torch.nn.Module):
                 out.set(key, torch.zeros_like(out.get(key)))
         if masks:
             out = out.exclude(*self.reset_keys)
-            self._mask_partial_reset(out, tensordict, masks)
+            if not all(bool(mask.all()) for mask in masks.values()):  # all reset: nothing of the input kept
+                self._mask_partial_reset(out, tensordict, masks)
             tensordict.update(out)
             self._drop_reset_keys(tensordict)
         elif not self.allow_done_after_reset:
@@ -497,10 +498,31 @@ class EnvBase(EnvSpecs, torch.nn.Module):
             >>> data["next", "th"].shape, data_["th"].shape
             (torch.Size([3]), torch.Size([3]))
         """
+        loop = self._manual_values_loop()
+        if loop is not None:
+            stepped = loop.step_and_maybe_reset(tensordict)
+            if stepped is not None:
+                return stepped
         tensordict = self.step(tensordict)
         next_root = self._step_mdp(tensordict)
         next_root, _ = self._reset_done(next_root)
         return tensordict, next_root
+
+    def _manual_values_loop(self) -> ValuesLoop | None:
+        """The loop that takes the manual loop's steps on plain tensors (the same results,
+        one TensorDict built per output), where the env steps on values and keeps to
+        ``values_loop_applies``; ``None`` otherwise."""
+        if self.run_type_checks or self.auto_reset or not self._values_step_applies():
+            return None
+
+        def build() -> ValuesLoop | bool:
+            from cadence.envs.values_loop import ValuesLoop, values_loop_applies  # it builds on this module
+
+            stock = all(getattr(type(self), name) is getattr(EnvBase, name)  # a subclass's own step() is kept
+                        for name in ("step", "_step_mdp", "_reset_done", "_step_as_values"))
+            return ValuesLoop(self) if stock and values_loop_applies(self) else False
+
+        return self._cached("manual_values_loop", build) or None
 
     def _step_mdp(self, tensordict: TensorDictBase) -> TensorDictBase:
         return step_mdp(

@@ -126,6 +126,38 @@ class ValuesLoop:
                 next_root[key] = value
         return ValuesStep(values, next_entries, next_root, next_entries["done"])
 
+    def step_and_maybe_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase] | None:
+        """``env.step_and_maybe_reset(tensordict)`` on plain tensors: the same two fresh
+        TensorDicts (``tensordict`` with ``"next"`` written in, and the next input, its done
+        components reset), built once each; ``None`` where ``tensordict`` is not a plain
+        TensorDict of tensors at the root of the env's batch size (the generic path serves
+        it, and raises what it raises)."""
+        if type(tensordict) is not TensorDict or tensordict.batch_size != self._batch_size:
+            return None
+        entries: Entries = {}
+        for key, value in tensordict.items():
+            if not isinstance(value, torch.Tensor):  # "next", or a nested entry
+                return None
+            entries[key] = value
+        env = self.env
+        single = self._single_action
+        action = entries.get(single) if single is not None else None
+        if action is None or (action.shape, action.dtype) != self._action_layout:
+            env._check_step_input(tensordict)  # raises, or casts the action in place as step() does
+            entries = dict(tensordict.items())
+        next_entries = env._step_as_values(StepValues(entries, self._batch_size, self._device), checked=True).entries
+        tensordict.set("next", TensorDict(next_entries, batch_size=self._batch_size, device=self._device))
+        dropped, rewards = self._dropped, self._rewards
+        next_root = {key: value for key, value in entries.items() if key not in dropped}
+        for key, value in next_entries.items():
+            if key not in rewards:
+                next_root[key] = value
+        names = tensordict.names if tensordict.batch_dims else None
+        next_td = TensorDict(next_root, batch_size=self._batch_size, device=tensordict.device, names=names)
+        if next_entries["done"].any():
+            next_td, _ = env._reset_done(next_td)
+        return tensordict, next_td
+
     def reset_done(self, next_root: Entries) -> Entries:
         """The next input with its done components reset (through the env's ``_reset_done``)."""
         reset, _ = self.env._reset_done(TensorDict(next_root, batch_size=self.env.batch_size))

@@ -16,9 +16,11 @@ from cadence.envs import (
     GymEnv,
     ObservationNorm,
     RewardSum,
+    SerialEnv,
     StepCounter,
     TransformedEnv,
 )
+from tensordict import TensorDictBase
 from cadence.envs.custom import PendulumEnv
 from cadence.envs.values_loop import ValuesLoop, values_loop_applies
 from tests.fakes import GenericPathGymEnv, assert_same_rollout
@@ -83,3 +85,125 @@ def test_one_step_moves_entries_as_step_mdp() -> None:
     assert "action" in step.entries and "action" not in step.next_root and "reward" not in step.next_root
     assert step.next_root["step_count"].tolist() == [1] and step.next_root["observation"] is step.next_entries["observation"]
     assert root.keys() == loop.entries(env.reset()).keys()  # the input entries are not changed
+
+
+# ---------------------------------------------------------------- the manual loop: step_and_maybe_reset
+def _manual_loop(env: EnvBase, steps: int, extra: bool = False) -> list[tuple[TensorDictBase, TensorDictBase]]:
+    """The seed's manual loop with random actions; ``extra`` carries a policy entry along."""
+    out = []
+    data_ = env.reset()
+    for t in range(steps):
+        data_ = env.rand_action(data_)
+        if extra:
+            data_.set("hidden", torch.full((*env.batch_size, 2), float(t)))
+        data, data_ = env.step_and_maybe_reset(data_)
+        out.append((data, data_))
+    return out
+
+
+def _fast_steps(env: EnvBase) -> list[bool]:
+    """Records, for each manual step, whether the values loop took it."""
+    loop = env._manual_values_loop()
+    assert loop is not None
+    original, taken = loop.step_and_maybe_reset, []
+
+    def counted(tensordict: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase] | None:
+        result = original(tensordict)
+        taken.append(result is not None)
+        return result
+
+    loop.step_and_maybe_reset = counted
+    return taken
+
+
+def _generic(env: EnvBase) -> EnvBase:
+    env._manual_values_loop = lambda: None  # this instance keeps the generic step_and_maybe_reset
+    return env
+
+
+def _compare_manual_loops(make: Callable[[], EnvBase], steps: int, extra: bool = False) -> int:
+    """Runs the manual loop on the values path and on the generic one, entry for entry;
+    returns how many steps were done somewhere."""
+    fast_env, slow_env = make(), _generic(make())
+    taken = _fast_steps(fast_env)
+    fast_env.set_seed(5)
+    slow_env.set_seed(5)
+    fast, slow = _manual_loop(fast_env, steps, extra), _manual_loop(slow_env, steps, extra)
+    resets = 0
+    for (data, data_), (data_slow, data_slow_) in zip(fast, slow):
+        assert_same_rollout(data, data_slow)
+        assert_same_rollout(data_, data_slow_)
+        resets += int(data["next", "done"].any())
+    assert taken == [True] * steps
+    return resets
+
+
+@pytest.mark.parametrize("name", ENVS)
+@pytest.mark.parametrize("extra", [False, True], ids=["actions", "carried-entry"])
+def test_manual_loop_equals_the_generic_one(name: str, extra: bool) -> None:
+    # past Pendulum's time limit (200), through resets (terminations, step limits)
+    assert _compare_manual_loops(ENVS[name], 205, extra) >= 1
+
+
+def test_manual_loop_on_dm_control_equals_the_generic_one() -> None:
+    pytest.importorskip("dm_control", reason="dm_control is an optional extra")
+    from cadence.envs import DMControlEnv
+
+    def make() -> EnvBase:
+        return TransformedEnv(DMControlEnv("cartpole", "balance"), Compose(
+            DoubleToFloat(), CatTensors(["position", "velocity"], "vector"), StepCounter(15)))
+
+    assert _compare_manual_loops(make, 40) >= 2
+
+
+def test_manual_loop_on_a_serial_batch_with_partial_resets() -> None:
+    def make() -> EnvBase:
+        return TransformedEnv(SerialEnv(3, lambda: GymEnv("CartPole-v1")), Compose(StepCounter(30), RewardSum()))
+
+    fast_env, slow_env = make(), _generic(make())
+    taken = _fast_steps(fast_env)
+    fast_env.set_seed(1)
+    slow_env.set_seed(1)
+    partial = 0
+    for (data, data_), (data_slow, data_slow_) in zip(_manual_loop(fast_env, 60), _manual_loop(slow_env, 60)):
+        assert_same_rollout(data, data_slow)
+        assert_same_rollout(data_, data_slow_)
+        done = data["next", "done"]
+        partial += int(bool(done.any()) and not bool(done.all()))
+    assert partial >= 1 and taken == [True] * 60
+
+
+def test_manual_loop_returns_the_input_with_next_and_a_fresh_next_input() -> None:
+    env = TransformedEnv(GymEnv("Pendulum-v1"), StepCounter(3))
+    data_ = env.rand_action(env.reset())
+    data, following = env.step_and_maybe_reset(data_)
+    assert data is data_ and "next" in data.keys() and following is not data
+    assert following["step_count"].tolist() == [1] and "action" not in following.keys()
+    following.set("observation", torch.zeros(3))  # users keep and change what they got
+    assert not torch.equal(data["next", "observation"], following["observation"])
+
+
+def test_manual_loop_checks_and_casts_actions_as_step_does() -> None:
+    env = TransformedEnv(GymEnv("Pendulum-v1"), StepCounter(3))
+    data_ = env.reset()
+    data, _ = env.step_and_maybe_reset(data_.set("action", torch.zeros(1, dtype=torch.float64)))
+    assert data["action"].dtype == torch.float32  # cast in place, as step() casts it
+    with pytest.raises(ValueError, match="Action 'action': expected shape"):
+        env.step_and_maybe_reset(env.reset().set("action", torch.zeros(2)))
+    with pytest.raises(KeyError, match="needs the action 'action'"):
+        env.step_and_maybe_reset(env.reset())
+
+
+def test_manual_loop_inputs_it_leaves_to_the_generic_path() -> None:
+    env = TransformedEnv(GymEnv("Pendulum-v1"), StepCounter(3))
+    nested = env.rand_action(env.reset()).set(("extra", "x"), torch.zeros(1))
+    data, following = env.step_and_maybe_reset(nested)  # a nested entry: the tensordict operations
+    assert following["extra", "x"].tolist() == [0.0]
+    env.run_type_checks = True
+    assert env._manual_values_loop() is None
+
+    class OwnStep(GymEnv):
+        def step(self, tensordict: TensorDictBase) -> TensorDictBase:
+            return super().step(tensordict)
+
+    assert OwnStep("Pendulum-v1")._manual_values_loop() is None  # a subclass's own step() is called
