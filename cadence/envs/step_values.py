@@ -32,13 +32,18 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from tensordict.utils import NestedKey
 
-__all__ = ["StepValues"]
+__all__ = ["StepValues", "entry_key"]
 
 _REQUIRED = object()
 
 
-def _key(key: NestedKey) -> str | tuple[str, ...]:
-    """``key`` as stored: a string, or a tuple of two or more strings."""
+def entry_key(key: NestedKey) -> str | tuple[str, ...]:
+    """``key`` as :class:`StepValues` stores it: a string, or a tuple of two or more strings.
+
+    Examples:
+        >>> entry_key(("observation",)), entry_key(("agents", "reward"))
+        ('observation', ('agents', 'reward'))
+    """
     if type(key) is str:
         return key
     if len(key) == 1:
@@ -50,7 +55,7 @@ class StepValues:
     """The entries of one step, keyed as TensorDict keys them (see the module).
 
     Args:
-        entries: key -> tensor (keys as :func:`_key` stores them; not copied).
+        entries: key -> tensor (keys as :func:`entry_key` stores them; not copied).
         batch_size: the env's batch size.
         device: the env's device (``None``: none).
 
@@ -84,7 +89,7 @@ class StepValues:
             ...
             KeyError: "key 'x' not found in the step's entries []"
         """
-        value = self.entries.get(key if type(key) is str else _key(key), _REQUIRED)
+        value = self.entries.get(key if type(key) is str else entry_key(key), _REQUIRED)
         if value is _REQUIRED:
             if default is _REQUIRED:
                 raise KeyError(f"key {key!r} not found in the step's entries {list(self.entries)}")
@@ -93,11 +98,11 @@ class StepValues:
 
     def set(self, key: NestedKey, value: torch.Tensor) -> StepValues:
         """Writes ``value`` at ``key``; returns ``self``."""
-        self.entries[key if type(key) is str else _key(key)] = value
+        self.entries[key if type(key) is str else entry_key(key)] = value
         return self
 
     def __contains__(self, key: NestedKey) -> bool:
-        return _key(key) in self.entries
+        return entry_key(key) in self.entries
 
     def exclude(self, *keys: NestedKey) -> StepValues:
         """A new StepValues without ``keys`` (and without what lies under a nested key given).
@@ -113,7 +118,7 @@ class StepValues:
                 {k: v for k, v in self.entries.items() if (k if type(k) is str else k[0]) not in names},
                 self.batch_size, self.device,
             )
-        dropped = [(_key(key),) if type(_key(key)) is str else _key(key) for key in keys]
+        dropped = [(entry_key(key),) if type(entry_key(key)) is str else entry_key(key) for key in keys]
 
         def kept(key: Any) -> bool:
             path = (key,) if type(key) is str else key
@@ -139,7 +144,7 @@ class StepValues:
         """Writes every entry of ``other`` (a dict or pairs); returns ``self``."""
         pairs = other.items() if isinstance(other, dict) else other
         for key, value in pairs:
-            self.entries[key if type(key) is str else _key(key)] = value
+            self.entries[key if type(key) is str else entry_key(key)] = value
         return self
 
     def to_tensordict(self) -> TensorDictBase:

@@ -34,6 +34,7 @@ from tensordict import TensorDict, TensorDictBase
 
 from cadence.data import NonTensor
 from cadence.envs.step_values import StepValues
+from cadence.envs.utils import action_in_spec_dtype
 
 if TYPE_CHECKING:  # pragma: no cover - type hints only (the env core imports this module)
     from cadence.envs.common import EnvBase
@@ -93,6 +94,7 @@ class ValuesLoop:
         single = self._single_action
         spec = env.full_action_spec[single] if single is not None else None
         self._action_layout = None if spec is None else (spec.shape, spec.dtype)
+        self._action_spec = spec
         self._rewards = set(env.reward_keys)
         self._batch_size, self._device = env.batch_size, env.device  # read once: properties, every step
         # step_mdp's rule: the step's results leave "next", the action and rewards stay behind
@@ -117,7 +119,10 @@ class ValuesLoop:
         checked = False
         if self._action_layout is not None:  # the common case spares step()'s full check
             action = values.get(self._single_action)
-            checked = action is not None and (action.shape, action.dtype) == self._action_layout
+            if action is not None and action.shape == self._action_layout[0]:
+                if action.dtype != self._action_layout[1]:  # cast as step() casts (float32 for float64...)
+                    values[self._single_action] = action_in_spec_dtype(action, self._action_spec, self._single_action)
+                checked = True
         next_entries = env._step_as_values(StepValues(values, self._batch_size, self._device), checked=checked).entries
         dropped, rewards = self._dropped, self._rewards
         next_root = {key: value for key, value in values.items() if key not in dropped}

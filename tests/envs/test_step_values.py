@@ -94,6 +94,10 @@ TRANSFORMS: dict[str, Callable[[], Transform]] = {
     "init_tracker": InitTracker,
     "reward_sum": RewardSum,
     "cat_keep": lambda: CatTensors(in_keys=["observation"], out_key="observation_vector", del_keys=False),
+    "cat_two": lambda: Compose(
+        ObservationNorm(loc=torch.ones(3), scale=torch.ones(3), in_keys=["observation"], out_keys=["normed"]),
+        CatTensors(in_keys=["observation", "normed"], out_key="vector", del_keys=False)),
+    "cat_delete_one": lambda: CatTensors(in_keys=["observation"], out_key="vector", del_keys=True),
     "cat_delete": lambda: Compose(StepCounter(9), CatTensors(
         in_keys=["observation", "step_count"], out_key="observation_vector", del_keys=True, unsqueeze_if_oor=True)),
     "unsqueeze_squeeze": lambda: Compose(UnsqueezeTransform(-1, in_keys=["observation"], out_keys=["column"]),
@@ -239,3 +243,25 @@ def test_a_serial_batch_under_the_chain_steps_on_values_as_on_tensordicts() -> N
         _assert_same(next_td, next_ref, f"next input at step {step}")
     # CartPole's random episodes end apart: partial resets of the batch happened
     assert any(bool(d["next", "done"].any()) and not bool(d["next", "done"].all()) for d, _ in _manual_loop(make(True), 40))
+
+
+def test_a_per_key_transform_failing_on_values_names_the_key() -> None:
+    class Fails(Transform):
+        steps_on_values = True
+
+        def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
+            raise RuntimeError("no")
+
+    env = TransformedEnv(GymEnv("Pendulum-v1"), Fails(in_keys=["observation"]))
+    assert env._values_step_applies()
+    with pytest.raises(RuntimeError, match="Fails could not transform 'observation'"):
+        env.step(env.rand_action(env.reset()))
+
+
+def test_a_transform_appended_after_steps_joins_the_step_on_values() -> None:
+    env = TransformedEnv(GymEnv("Pendulum-v1"), StepCounter(5))
+    env.set_seed(0)
+    env.step_and_maybe_reset(env.rand_action(env.reset()))
+    env.append_transform(RewardScaling(loc=0.0, scale=0.0))
+    data, _ = env.step_and_maybe_reset(env.rand_action(env.reset()))
+    assert data["next", "reward"].tolist() == [0.0] and data["next", "step_count"].tolist() == [1]

@@ -21,7 +21,7 @@ Examples:
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
@@ -30,11 +30,15 @@ from tensordict import TensorDictBase
 from cadence.data import Composite
 from cadence.envs.common import EnvBase
 from cadence.envs.seeding import validate_seed
-from cadence.envs.step_values import StepValues
+from cadence.envs.step_values import StepValues, entry_key
 
 __all__ = ["Compose", "Transform", "TransformedEnv", "key_list"]
 
 NestedKey = str | tuple[str, ...]
+#: A step's result entries, keyed as StepValues keys them (see ``Transform._entries_step``).
+Entries = dict[Any, torch.Tensor]
+#: A transform's step on them: ``step(root, entries) -> entries``.
+EntriesStep = Callable[[Any, Entries], Entries]
 
 
 def key_list(keys: NestedKey | Sequence[NestedKey] | None) -> list[NestedKey]:
@@ -135,6 +139,62 @@ class Transform(torch.nn.Module):
     #: all say so (and have no ``in_keys_inv``) steps on plain tensors. Off unless a
     #: transform says so; the tests run each one that does on both paths.
     steps_on_values: bool = False
+
+    def _entries_step(self, batch_size: torch.Size, device: torch.device | None) -> EntriesStep:
+        """This transform's ``_step`` on a step's entries, built once per env layout.
+
+        The function returned is called as ``step(root, entries)``: ``root`` the step's input
+        (a TensorDict or StepValues, read with ``get``), ``entries`` the results so far (a
+        dict keyed as :class:`~cadence.envs.step_values.StepValues` keys them, which the
+        step owns and may change in place); it returns the results' entries. By default it
+        runs ``_step`` on StepValues, or, for the base per-key ``_call``, applies
+        ``_apply_transform`` to each entry present with the keys read once. Transforms that
+        step on values may override it to resolve more once. Called only where
+        ``steps_on_values``.
+
+        Examples:
+            >>> import torch
+            >>> from cadence.envs.transforms import RewardScaling
+            >>> step = RewardScaling(loc=0.0, scale=2.0)._entries_step(torch.Size([]), None)
+            >>> step(None, {"reward": torch.ones(1)})["reward"].tolist()
+            [2.0]
+        """
+        cls = type(self)
+        if cls._step is Transform._step and cls._call is Transform._call:
+            return self._per_key_entries_step()
+        return self._values_entries_step(batch_size, device)
+
+    def _values_entries_step(self, batch_size: torch.Size, device: torch.device | None) -> EntriesStep:
+        """``_step`` on StepValues, as an entries step (see :meth:`_entries_step`)."""
+
+        def step(root: Any, entries: Entries) -> Entries:
+            values = self._step(root, StepValues(entries, batch_size, device))
+            if not isinstance(values, StepValues):  # a transform that opted in but built a TensorDict
+                raise TypeError(
+                    f"{self!r} returned a {type(values).__name__} from _step on StepValues; a transform "
+                    "with steps_on_values=True must keep working on what it is given"
+                )
+            return values.entries
+
+        return step
+
+    def _per_key_entries_step(self) -> EntriesStep:
+        """The base ``_call`` (each present ``in_key`` transformed into its ``out_key``) on entries."""
+        pairs = [(entry_key(in_key), entry_key(out_key)) for in_key, out_key in zip(self.in_keys, self.out_keys)]
+        apply = self._apply_transform
+
+        def step(root: Any, entries: Entries) -> Entries:
+            for in_key, out_key in pairs:
+                value = entries.get(in_key)
+                if value is not None:
+                    try:
+                        entries[out_key] = apply(value)
+                    except (RuntimeError, TypeError):  # again, to raise the error that names the key
+                        self._checked(apply, value, in_key)
+                        raise
+            return entries
+
+        return step
 
     #: Whether ``_step_over_time`` gives what ``_step`` gives step by step, so that a
     #: ``TransformedEnv`` may roll out its base env first and transform the steps after
@@ -386,6 +446,16 @@ class Compose(Transform):
             next_tensordict = transform._step(tensordict, next_tensordict)
         return next_tensordict
 
+    def _entries_step(self, batch_size: torch.Size, device: torch.device | None) -> EntriesStep:
+        steps = [transform._entries_step(batch_size, device) for transform in self.transforms]
+
+        def step(root: Any, entries: Entries) -> Entries:
+            for transform_step in steps:
+                entries = transform_step(root, entries)
+            return entries
+
+        return step
+
     def _reset(self, tensordict: TensorDictBase | None, tensordict_reset: TensorDictBase) -> TensorDictBase:
         for transform in self.transforms:
             tensordict_reset = transform._reset(tensordict, tensordict_reset)
@@ -567,12 +637,10 @@ class TransformedEnv(EnvBase):
         modules = self._modules  # this runs at every step: past Module.__getattr__
         transform, base = modules["transform"], modules["base_env"]
         same_action = self._cached("same_action_spec", lambda: self.full_action_spec == base.full_action_spec)
-        values = transform._step(tensordict, base._step_as_values(tensordict, checked=same_action))
-        if not isinstance(values, StepValues):  # a transform that opted in but built a TensorDict
-            raise TypeError(
-                f"{transform!r} returned a {type(values).__name__} from _step on StepValues; a transform "
-                "with steps_on_values=True must keep working on what it is given"
-            )
+        values = base._step_as_values(tensordict, checked=same_action)
+        # the transforms' steps on the entries, their keys resolved once for these specs
+        step = self._cached("entries_step", lambda: transform._entries_step(values.batch_size, values.device))
+        values.entries = step(tensordict, values.entries)
         return values
 
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:

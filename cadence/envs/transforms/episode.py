@@ -31,7 +31,8 @@ from tensordict import TensorDictBase
 
 from cadence.data import Categorical, Composite, TensorSpec, Unbounded
 from cadence.envs.env_specs import as_tuple_key
-from cadence.envs.transforms.base import NestedKey, Transform
+from cadence.envs.step_values import entry_key
+from cadence.envs.transforms.base import Entries, EntriesStep, NestedKey, Transform
 
 __all__ = [
     "EndOfLifeTransform",
@@ -126,6 +127,26 @@ class StepCounter(Transform):
         if previous is None:
             previous = torch.zeros_like(done, dtype=torch.int64)
         return self._write_counts(next_tensordict, previous + 1, done)
+
+    def _entries_step(self, batch_size: torch.Size, device: torch.device | None) -> EntriesStep:
+        count_key, truncated_key = entry_key(self.step_count_key), entry_key(self.truncated_key)
+
+        def step(root: Any, entries: Entries) -> Entries:
+            done = entries["done"]
+            previous = root.get(count_key, None)
+            count = torch.ones_like(done, dtype=torch.int64) if previous is None else previous + 1
+            entries[count_key] = count
+            truncated = entries.get(truncated_key)
+            if truncated is None:
+                truncated = torch.zeros_like(done, dtype=torch.bool)
+            if self.max_steps is not None:
+                truncated = truncated | (count >= self.max_steps)
+                if self.update_done:
+                    entries["done"] = done | truncated
+            entries[truncated_key] = truncated
+            return entries
+
+        return step
 
     def _step_over_time(self, tensordict: TensorDictBase, next_steps: TensorDictBase) -> TensorDictBase:
         time_dim = next_steps.batch_dims - 1
