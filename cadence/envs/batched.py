@@ -30,6 +30,7 @@ from tensordict import TensorDictBase
 
 from cadence.envs.common import EnvBase, EnvMetaData
 from cadence.envs.seeding import validate_seed
+from cadence.envs.array_simulator import ArraySimulator, SerialSimulators
 from cadence.envs.step_values import StepValues
 
 __all__ = ["BatchedEnvBase", "EnvCreator", "SerialEnv"]
@@ -375,17 +376,17 @@ class SerialEnv(BatchedEnvBase):
         stacked = {key: torch.stack([result[key] for result in results], 0) for key in results[0]}
         return StepValues(stacked, self.batch_size, self.device)
 
-    def _simulator_group(self) -> Any:
-        """The sub-envs' simulators as one ``SimulatorGroup``, when all are stock gymnasium
-        wrappers that the shortcut can step; else ``None``."""
-        from cadence.envs.libs.gym import GymWrapper
-        from cadence.envs.libs.gym_rollout import SimulatorGroup
-
+    def _array_simulator(self) -> ArraySimulator | None:
+        """The sub-envs' simulators, stepped one after the other on their rows of the same
+        arrays (:class:`~cadence.envs.array_simulator.SerialSimulators`), where every sub-env
+        has one; else ``None``."""
         self.start()
-        envs = self._envs
-        if not all(isinstance(env, GymWrapper) and env._fast_path_applies() for env in envs):
+        if self.run_type_checks:
             return None
-        return SimulatorGroup(envs, serial=True)  # type: ignore[arg-type]
+        simulators = [env._array_simulator() for env in self._envs]
+        if any(simulator is None for simulator in simulators):
+            return None
+        return SerialSimulators(self, simulators)  # type: ignore[arg-type]
 
     def _moved_on(self, data: TensorDictBase) -> None:
         """The sub-envs moved on outside step()/reset(): each now stands at its last "next" data."""
@@ -393,24 +394,16 @@ class SerialEnv(BatchedEnvBase):
         self._current = list(last.unbind(0))
 
     def _fast_rollout(self, max_steps: int, **kwargs: Any) -> TensorDictBase | None:
-        from cadence.envs.libs.gym_rollout import fast_gym_rollout
-
-        group = self._simulator_group()
-        if group is None or not self._plain_rollout(kwargs):
-            return None
-        data = fast_gym_rollout(
-            self, max_steps, kwargs["policy"], kwargs["break_when_any_done"], kwargs["set_truncated"], group
-        )
-        self._moved_on(data)
+        data = super()._fast_rollout(max_steps, **kwargs)  # on the sub-envs' array simulators, where they have them
+        if data is not None:
+            self._moved_on(data)
         return data
 
     def _steps_until_done(self, tensordict: TensorDictBase, actions: torch.Tensor) -> TensorDictBase:
-        from cadence.envs.libs.gym_rollout import fast_gym_rollout
-
-        group = self._simulator_group()
-        if group is None or self.run_type_checks:
+        simulator = self._array_simulator()
+        if simulator is None:
             return super()._steps_until_done(tensordict, actions)
-        data = fast_gym_rollout(self, len(actions), None, True, False, group, actions=actions, reset=False)
+        data = simulator.rollout(len(actions), None, True, False, actions=actions, reset=False)
         self._moved_on(data)
         return data.get("next")
 

@@ -47,7 +47,8 @@ from cadence.envs.seeding import SEED_RANGE, next_seed, validate_seed
 from cadence.envs.step_values import StepValues
 from cadence.envs.utils import action_in_spec_dtype, check_in_spec, policy_on_device, step_mdp
 
-if TYPE_CHECKING:  # pragma: no cover - type hints only (that module builds on this one)
+if TYPE_CHECKING:  # pragma: no cover - type hints only (these modules build on this one)
+    from cadence.envs.array_simulator import ArraySimulator
     from cadence.envs.values_loop import ValuesLoop
 
 NestedKey = str | tuple[str, ...]
@@ -326,6 +327,12 @@ class EnvBase(EnvSpecs, torch.nn.Module):
                     f"{type(self).__name__}._step() wrote no reward at {key!r} (spec {self.full_reward_spec[key]})."
                 )
 
+    def _array_simulator(self) -> ArraySimulator | None:
+        """This env's simulators on the array protocol (see :mod:`cadence.envs.array_simulator`),
+        which rollouts, serial batches, parallel workers and collectors step into preallocated
+        arrays; ``None`` (the default) where the env has none."""
+        return None
+
     # ------------------------------------------------------------------ the step on plain tensors
     def _values_step_applies(self) -> bool:
         """Whether :meth:`_step_values` may serve this env's steps (a backend says so).
@@ -583,8 +590,16 @@ class EnvBase(EnvSpecs, torch.nn.Module):
         tensordict: TensorDictBase | None,
         set_truncated: bool,
     ) -> TensorDictBase | None:
-        """A backend's shortcut for ``rollout``; ``None`` when it does not apply."""
-        return None
+        """A backend's shortcut for ``rollout``; ``None`` when it does not apply. By default,
+        a rollout from a fresh reset that asks for no callback, early stop when all are done
+        or checks runs on the env's array simulator, if it has one."""
+        if (callback is not None or not auto_reset or tensordict is not None or break_when_all_done
+                or not return_contiguous or self.run_type_checks or self.auto_reset):
+            return None
+        simulator = self._array_simulator()
+        if simulator is None:
+            return None
+        return simulator.rollout(max_steps, policy, break_when_any_done, set_truncated)
 
     def rollout(
         self,

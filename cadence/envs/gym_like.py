@@ -19,8 +19,9 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from cadence.data import Composite, NonTensor, TensorSpec, Unbounded
+from cadence.envs.array_simulator import ArraySimulator
 from cadence.envs.common import EnvBase
-from cadence.envs.array_rollout import array_rollout, array_rollout_applies
+from cadence.envs.gym_like_simulator import GymLikeSimulator, gym_like_simulator_applies
 from cadence.envs.step_values import StepValues
 from cadence.envs.utils import SpecMismatchError
 
@@ -291,31 +292,15 @@ class GymLikeEnv(EnvBase):
         results["reward"] = self.read_reward(reward)
         return self._build_output(obs, info, results)
 
-    def _fast_rollout(
-        self,
-        max_steps: int,
-        *,
-        policy: Any,
-        callback: Any,
-        auto_reset: bool,
-        break_when_any_done: bool,
-        break_when_all_done: bool,
-        return_contiguous: bool,
-        tensordict: TensorDictBase | None,
-        set_truncated: bool,
-    ) -> TensorDictBase | None:
-        # random actions from a reset: the simulator stepped into arrays (cadence.envs.array_rollout)
-        if (policy is not None or callback is not None or not auto_reset or tensordict is not None
-                or break_when_all_done or not return_contiguous or not self._array_rollout_applies()):
-            return None
-        return array_rollout(self, max_steps, break_when_any_done, set_truncated)
-
-    def _array_rollout_applies(self) -> bool:
-        """Whether the random-action rollout may run in arrays: the stock readers (the arrays
-        are written as they would convert) and what ``array_rollout_applies`` asks."""
+    def _array_simulator(self) -> ArraySimulator | None:
+        """The simulator on the array protocol (a :class:`~cadence.envs.gym_like_simulator.GymLikeSimulator`)
+        where the stock readers serve this env (the arrays are written as they would convert)
+        and ``gym_like_simulator_applies``; ``None`` otherwise."""
         cls = type(self)
         stock = ("_step", "_build_output", "read_obs", "_read_entry", "read_reward", "read_done")
-        return all(getattr(cls, name) is getattr(GymLikeEnv, name) for name in stock) and array_rollout_applies(self)
+        if all(getattr(cls, name) is getattr(GymLikeEnv, name) for name in stock) and gym_like_simulator_applies(self):
+            return GymLikeSimulator(self)
+        return None
 
     def _values_step_applies(self) -> bool:
         # the stock step and output builder, no info readers, flat observation keys, on the CPU

@@ -9,7 +9,7 @@ buffers (dynamic ``-1`` dims, non-tensor entries) are detected from their specs 
 send their data through the pipes instead.
 
 A rollout with random actions that never stops early runs in chunks: each worker
-rolls its own env out on the gymnasium shortcut, with actions drawn here (so the
+rolls its own env out on its array simulator (:mod:`cadence.envs.array_simulator`), with actions drawn here (so the
 result equals ``SerialEnv``'s for the same seed), in one message per rollout.
 
 A gymnasium simulator whose observations do not have the shape of its declared space
@@ -88,30 +88,36 @@ class _EnvWorker:
     """What runs in a worker process: one env and its slices of the shared buffers."""
 
     def __init__(self, creator: EnvCreator, index: int, buffers: _SharedBuffers | None) -> None:
-        from cadence.envs.libs.gym import GymWrapper
-
         self.env = creator()
         self.index = index
         self.shared = buffers is not None
-        self.fast = isinstance(self.env, GymWrapper) and self.env._fast_path_applies()
+        # a single "action" stepped into the shared arrays through the array protocol
+        self.simulator = self.env._array_simulator() if self.env.action_keys == ["action"] else None
         if buffers is not None:
             self.input = buffers.input[index]
             self.output = buffers.output[index]
             self.current = buffers.current[index]
             self.current_keys = buffers.current_keys
             self.reward_keys = self.env.reward_keys
-        if buffers is not None and self.fast:
+        if buffers is not None and self.simulator is not None:
             self._bind_arrays()
+
+    @property
+    def fast(self) -> bool:
+        """Whether this worker steps its simulator into the shared arrays and rolls out in chunks."""
+        return self.simulator is not None
 
     def _bind_arrays(self) -> None:
         """Numpy views of the shared slices, for stepping the simulator directly."""
+        assert self.simulator is not None
         self.observation_checked = False  # the first step after a reset checks its observation
         self.action = self.input.get("action")
         flat = {name: self.output.get(name).numpy().reshape(-1) for name in ("reward", "done", "terminated", "truncated")}
         self.reward_out, self.done_out = flat["reward"], flat["done"]
         self.terminated_out, self.truncated_out = flat["terminated"], flat["truncated"]
-        self.obs_out = self.output.get("observation").numpy()
-        self.obs_now = self.current.get("observation").numpy()
+        keys = self.simulator.observation_keys
+        self.obs_out = {key: self.output.get(key).numpy() for key in keys}
+        self.obs_now = {key: self.current.get(key).numpy() for key in keys}
         self.done_now = {name: self.current.get(name).numpy().reshape(-1) for name in ("done", "terminated", "truncated")}
 
     # ------------------------------------------------------------------ protocol
@@ -130,7 +136,7 @@ class _EnvWorker:
         if not self.shared:
             assert tensordict is not None
             return self.env.step(tensordict).get("next")
-        if self.fast:
+        if self.simulator is not None:
             self._step_arrays()
             return None
         data = self.env.step(self.input.copy())
@@ -140,20 +146,17 @@ class _EnvWorker:
         return None
 
     def _step_arrays(self) -> None:
-        env = self.env
-        obs, reward, terminated, truncated, _ = env._env.step(env._to_backend(self.action))
+        simulator = self.simulator
+        assert simulator is not None
+        obs, reward, terminated, truncated = simulator.step(simulator.to_backend(self.action))
         try:  # costs nothing unless it fails: a simulator off its declared space is named below
-            self.obs_out[...] = obs
+            simulator.write_observation(self.obs_out, (), obs)
         except (ValueError, TypeError) as err:
-            from cadence.envs.libs.gym_rollout import explain_observation_error
-
-            explain_observation_error(env, obs, "step()", err)
+            simulator.explain_error(obs, "step()", err)
         if not self.observation_checked:  # once per episode: what numpy broadcast silently (a scalar)
-            from cadence.envs.libs.gym_rollout import check_observation
-
-            check_observation(env, obs, "step()")
+            simulator.check_observation(obs, "step()")
             self.observation_checked = True
-        self.obs_now[...] = obs
+        simulator.write_observation(self.obs_now, (), obs)
         self.reward_out[...] = reward
         self.terminated_out[...] = terminated
         self.truncated_out[...] = truncated
@@ -162,9 +165,8 @@ class _EnvWorker:
             self.done_now[name][...] = out
 
     def rollout_chunk(self, actions: torch.Tensor, max_steps: int, set_truncated: bool) -> TensorDictBase:
-        from cadence.envs.libs.gym_rollout import fast_gym_rollout
-
-        data = fast_gym_rollout(self.env, max_steps, None, False, set_truncated, actions=actions)
+        assert self.simulator is not None
+        data = self.simulator.rollout(max_steps, None, False, set_truncated, actions=actions)
         if self.shared:
             last = data[..., -1].get("next")
             self.current.update_(last.select(*self.current_keys, strict=False))

@@ -2,7 +2,7 @@
 
 Specs are read from the env's spaces once; a vector env (``num_envs=N``) is stepped
 as one batch of size N with partial resets. ``rollout`` takes a shortcut that steps the
-simulator and writes straight into preallocated arrays (``gym_rollout.py``).
+simulator and writes straight into preallocated arrays (``gym_simulator.py``).
 
 Examples:
     >>> from cadence.envs.libs.gym import GymEnv
@@ -36,7 +36,8 @@ from cadence.data import (
 )
 from cadence.envs.gym_like import GymLikeEnv, tensor_to_numpy
 from cadence.envs.libs.gym_backend import gym_backend, set_gym_backend
-from cadence.envs.libs.gym_rollout import fast_gym_rollout
+from cadence.envs.array_simulator import ArraySimulator
+from cadence.envs.libs.gym_simulator import GymSimulator
 
 __all__ = ["GymEnv", "GymWrapper", "gym_backend", "set_gym_backend", "space_to_spec", "spec_to_space"]
 
@@ -400,38 +401,19 @@ class GymWrapper(GymLikeEnv):
             and self.autoreset_mode == "Disabled"
         )
 
-    def _fast_rollout(
-        self,
-        max_steps: int,
-        *,
-        policy: Any,
-        callback: Any,
-        auto_reset: bool,
-        break_when_any_done: bool,
-        break_when_all_done: bool,
-        return_contiguous: bool,
-        tensordict: TensorDictBase | None,
-        set_truncated: bool,
-    ) -> TensorDictBase | None:
-        request = dict(policy=policy, callback=callback, auto_reset=auto_reset, break_when_any_done=break_when_any_done,
-                       break_when_all_done=break_when_all_done, return_contiguous=return_contiguous,
-                       tensordict=tensordict, set_truncated=set_truncated)
-        if (
-            callback is not None
-            or not auto_reset
-            or tensordict is not None
-            or break_when_all_done
-            or not return_contiguous
-            or not self._fast_path_applies()
-        ):
-            return super()._fast_rollout(max_steps, **request)  # dict observations: the gym-like arrays
-        return fast_gym_rollout(self, max_steps, policy, break_when_any_done, set_truncated)
+    def _array_simulator(self) -> ArraySimulator | None:
+        """The simulator on the array protocol: gymnasium's own for an array observation
+        (:class:`~cadence.envs.libs.gym_simulator.GymSimulator`), the gym-like one for dict
+        or tuple observations, ``None`` where the readers or options need the generic path."""
+        if self._fast_path_applies():
+            return GymSimulator(self)
+        return super()._array_simulator()
 
     def _steps_until_done(self, tensordict: TensorDictBase, actions: torch.Tensor) -> TensorDictBase:
         if not self._fast_path_applies():
             return super()._steps_until_done(tensordict, actions)
         # the simulator stands where the last step or reset left it: step on from there
-        data = fast_gym_rollout(self, len(actions), None, True, False, actions=actions, reset=False)
+        data = GymSimulator(self).rollout(len(actions), None, True, False, actions=actions, reset=False)
         return data.get("next")
 
 

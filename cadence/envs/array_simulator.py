@@ -1,0 +1,591 @@
+"""The protocol a backend implements to be stepped into preallocated arrays.
+
+Rollouts with random actions, the collectors' array runner, ``SerialEnv`` and
+``ParallelEnv``'s workers step simulators without building a tensordict per step: they
+ask the env for its :class:`ArraySimulator` (``env._array_simulator()``, ``None`` where
+the env has none) and write each step's observations, rewards and done flags straight
+into numpy arrays laid out from the specs (:class:`StepArrays`), time first. Nothing
+else about the backend is known to them, so that every backend that implements the
+protocol gets every such path:
+
+- gymnasium (one env or a vector env; ``cadence.envs.libs.gym_simulator.GymSimulator``),
+- gym-like backends with stock readers, dm_control and gymnasium envs with dict or tuple
+  observations among them (``cadence.envs.gym_like_simulator.GymLikeSimulator``),
+- a serial batch of any of these (:class:`SerialSimulators`).
+
+A backend implements five methods: ``to_backend`` (the batch's actions in its format),
+``reset_all``, ``step`` (one step of every simulator, results batched, without resets),
+``reset_done`` (resets the simulators a mask selects) and ``write_observation`` (its raw
+observation into the arrays, one array per observation entry). The rest is provided on
+top of these: :meth:`ArraySimulator.step_into` (a step written at time ``t``, the done
+simulators reset) and :meth:`ArraySimulator.rollout` (``env.rollout`` with random
+actions or a tensordict policy); a backend overrides them where it can be faster (one
+gymnasium env steps without arrays of flags).
+
+An observation off its declared space is named (a ``SpecMismatchError`` with the key and
+both shapes) at no cost per step: a failed write is translated
+(:meth:`ArraySimulator.explain_error`, from inside one ``try``), and the first step of a
+batch checks what numpy would broadcast silently (a scalar into a row,
+:meth:`ArraySimulator.check_observation`).
+
+Examples:
+    >>> from cadence.envs import GymEnv, SerialEnv
+    >>> simulator = SerialEnv(2, lambda: GymEnv("CartPole-v1"))._array_simulator()
+    >>> type(simulator).__name__, simulator.observation_keys
+    ('SerialSimulators', ('observation',))
+    >>> simulator.rollout(5, None, break_when_any_done=False, set_truncated=False)["next", "observation"].shape
+    torch.Size([2, 5, 4])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import numpy as np
+import torch
+from tensordict import TensorDict, TensorDictBase
+
+from cadence.envs.utils import SpecMismatchError
+
+if TYPE_CHECKING:  # pragma: no cover - type hints only (the env core builds on this module)
+    from cadence.envs.common import EnvBase
+
+__all__ = [
+    "ArraySimulator",
+    "SerialSimulators",
+    "StepArrays",
+    "carried_entries",
+    "check_observation",
+    "explain_observation_error",
+]
+
+ENV_ROOT_FLAGS = ("done", "terminated", "truncated")
+_ENV_NEXT_KEYS = ("reward", "done", "terminated", "truncated")
+TensorDictPolicy = Callable[[TensorDictBase], TensorDictBase | None]
+
+
+def numpy_dtype(dtype: torch.dtype) -> np.dtype:
+    """The numpy dtype of a torch dtype.
+
+    Examples:
+        >>> numpy_dtype(torch.float32)
+        dtype('float32')
+    """
+    return torch.empty(0, dtype=dtype).numpy().dtype
+
+
+def _observation_mismatch(
+    env: EnvBase, obs: Any, where: str, key: str = "observation", exact: bool = False
+) -> SpecMismatchError | None:
+    """The error for an observation entry (one step, the whole batch) that does not fit its
+    spec, or ``None`` if its number of elements (its shape, if ``exact``) and its dtype's
+    kind fit."""
+    spec = env.full_observation_spec[key]
+    if obs is None:
+        return None
+    array = np.asarray(obs)
+    target = numpy_dtype(spec.dtype)
+    fits_size = array.shape == tuple(spec.shape) or (not exact and array.size == spec.shape.numel())
+    if fits_size and (array.dtype == target or np.can_cast(array.dtype, target, "same_kind")):
+        return None
+    return SpecMismatchError(
+        f"{type(env).__name__}: the simulator's {where} gave an observation of shape {array.shape} and dtype "
+        f"{array.dtype} at key {key!r}, but its spec (from the declared observation space) has shape "
+        f"{tuple(spec.shape)} and dtype {spec.dtype}: the backend does not keep to its declared space."
+    )
+
+
+def check_observation(env: EnvBase, obs: Any, where: str, key: str = "observation") -> None:
+    """Raises if a raw observation entry has the wrong number of elements for its spec:
+    what numpy would broadcast silently into the arrays of a fast path (a scalar into a
+    row). Done once per rollout or batch, not per step.
+
+    Args:
+        env: the env whose ``full_observation_spec[key]`` the observation must fit
+            (batch dims included).
+        obs: the simulator's observation entry (``None`` is let through: no step was taken).
+        where: the simulator call that gave it, for the message (``"step()"``).
+        key: the observation entry.
+
+    Raises:
+        SpecMismatchError: naming the key, the spec's shape and dtype and the
+            observation's.
+
+    Examples:
+        >>> import numpy as np
+        >>> from cadence.envs.libs.gym import GymEnv
+        >>> env = GymEnv("CartPole-v1")
+        >>> check_observation(env, np.zeros(4, dtype=np.float32), "step()")
+        >>> check_observation(env, np.float32(0), "step()")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+            ...
+        cadence.envs.utils.SpecMismatchError: GymEnv: the simulator's step() gave an observation of shape () ... has shape (4,) ...
+    """
+    spec = env.full_observation_spec[key]
+    if np.size(obs) != spec.shape.numel():
+        error = _observation_mismatch(env, obs, where, key)
+        if error is not None:
+            raise error
+
+
+def explain_observation_error(env: EnvBase, obs: Any, where: str, err: Exception, key: str = "observation") -> NoReturn:
+    """Re-raises a failure to write an observation entry into a fast path's arrays as a
+    ``SpecMismatchError`` that names the key and both shapes, or ``err`` itself if the
+    observation fits its spec (the failure came from elsewhere, a policy say).
+
+    Fast paths write each step inside one ``try`` and call this in its ``except``, so
+    that a well-behaved simulator pays nothing for the check.
+
+    Args:
+        env: the env whose ``full_observation_spec[key]`` the observation must fit
+            (batch dims included).
+        obs: the observation entry that was being written.
+        where: the simulator call that gave it, for the message (``"step()"``).
+        err: the failure (numpy's ``"could not broadcast ..."``).
+        key: the observation entry.
+
+    Raises:
+        SpecMismatchError: from ``err``, if ``obs`` does not have the spec's shape.
+        Exception: ``err`` itself otherwise.
+
+    Examples:
+        >>> import numpy as np
+        >>> from cadence.envs.libs.gym import GymEnv
+        >>> env = GymEnv("CartPole-v1")
+        >>> obs = np.zeros(5, dtype=np.float32)
+        >>> try:  # doctest: +ELLIPSIS
+        ...     np.empty(4, dtype=np.float32)[...] = obs
+        ... except ValueError as err:
+        ...     explain_observation_error(env, obs, "step()", err)
+        Traceback (most recent call last):
+            ...
+        cadence.envs.utils.SpecMismatchError: GymEnv: the simulator's step() gave an observation of shape (5,) ... has shape (4,) ...
+    """
+    error = _observation_mismatch(env, obs, where, key, exact=True)
+    if error is None:
+        raise err
+    raise error from err
+
+
+class StepArrays:
+    """A rollout's or a batch's env data, time first, laid out from the env's specs.
+
+    ``root_obs`` has one row more than the steps: row ``t + 1`` is where the env stands
+    after step ``t`` (a reset observation where it was done), so that the last row is
+    where the next batch starts. Rewards and flags are shaped ``[T, *batch]``.
+
+    Args:
+        next_obs: per observation entry, ``[T, *batch, ...]``.
+        root_obs: per observation entry, ``[T + 1, *batch, ...]``.
+        reward: ``[T, *batch]``.
+        terminated: ``[T, *batch]``, bool.
+        truncated: ``[T, *batch]``, bool.
+
+    Examples:
+        >>> from cadence.envs import GymEnv
+        >>> arrays = StepArrays.allocate(GymEnv("Pendulum-v1"), ("observation",), 10)
+        >>> arrays.root_obs["observation"].shape, arrays.reward.shape
+        ((11, 3), (10,))
+    """
+
+    def __init__(
+        self,
+        next_obs: dict[str, np.ndarray],
+        root_obs: dict[str, np.ndarray],
+        reward: np.ndarray,
+        terminated: np.ndarray,
+        truncated: np.ndarray,
+    ) -> None:
+        self.next_obs = next_obs
+        self.root_obs = root_obs
+        self.reward = reward
+        self.terminated = terminated
+        self.truncated = truncated
+
+    @classmethod
+    def allocate(cls, env: EnvBase, keys: Sequence[str], steps: int) -> StepArrays:
+        """Empty arrays for ``steps`` steps of ``env``'s observation entries ``keys`` (flags all false)."""
+        batch = tuple(env.batch_size)
+        next_obs, root_obs = {}, {}
+        for key in keys:
+            spec = env.full_observation_spec[key]
+            next_obs[key] = np.empty((steps, *spec.shape), dtype=numpy_dtype(spec.dtype))
+            root_obs[key] = np.empty((steps + 1, *spec.shape), dtype=numpy_dtype(spec.dtype))
+        reward = np.empty((steps, *batch), dtype=numpy_dtype(env.full_reward_spec["reward"].dtype))
+        return cls(next_obs, root_obs, reward, np.zeros((steps, *batch), dtype=bool),
+                   np.zeros((steps, *batch), dtype=bool))
+
+    def row(self, index: int) -> StepArrays:
+        """The arrays of batch row ``index`` (views: what is written there lands here)."""
+        return StepArrays(
+            {key: array[:, index] for key, array in self.next_obs.items()},
+            {key: array[:, index] for key, array in self.root_obs.items()},
+            self.reward[:, index], self.terminated[:, index], self.truncated[:, index],
+        )
+
+
+class ArraySimulator:
+    """A batch of simulators stepped into numpy arrays (the protocol; see the module).
+
+    A backend subclasses it and implements :meth:`to_backend`, :meth:`reset_all`,
+    :meth:`step`, :meth:`reset_done` and :meth:`write_observation`; it may override
+    :meth:`step_into` and :meth:`rollout` to be faster. The arrays it writes hold one
+    entry per observation key, shaped as the env's specs (batch dims first); rewards
+    and flags are shaped like the batch (the specs' trailing ``1`` left out).
+
+    Args:
+        env: the env whose simulators these are (its specs lay out the arrays, its
+            errors name it).
+        observation_keys: the env's observation entries (flat names).
+
+    Examples:
+        >>> from cadence.envs import GymEnv
+        >>> simulator = GymEnv("Pendulum-v1")._array_simulator()
+        >>> isinstance(simulator, ArraySimulator), simulator.observation_keys
+        (True, ('observation',))
+    """
+
+    def __init__(self, env: EnvBase, observation_keys: Sequence[str]) -> None:
+        self.env = env
+        self.observation_keys = tuple(observation_keys)
+
+    # ------------------------------------------------------------------ what a backend implements
+    def to_backend(self, action: torch.Tensor) -> Any:
+        """The batch's action (one ``"action"`` tensor, or its time-first stack) in the backend's format."""
+        raise NotImplementedError(f"{type(self).__name__} must implement to_backend()")
+
+    def reset_all(self) -> Any:
+        """Resets every simulator (with the seeds ``set_seed`` gave); returns the raw observation."""
+        raise NotImplementedError(f"{type(self).__name__} must implement reset_all()")
+
+    def step(self, action: Any) -> tuple[Any, Any, Any, Any]:
+        """One step of every simulator, no reset: the raw observation and the reward,
+        termination and truncation, batched (plain numbers for an env with no batch dims)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement step()")
+
+    def reset_done(self, done: np.ndarray, obs: Any) -> Any:
+        """Resets the simulators ``done`` (shaped like the batch) selects; returns the
+        batch's raw observation, ``obs`` where nothing was reset."""
+        raise NotImplementedError(f"{type(self).__name__} must implement reset_done()")
+
+    def write_observation(self, targets: dict[str, np.ndarray], index: tuple[Any, ...], obs: Any) -> None:
+        """Writes the raw observation ``obs`` into ``targets[key][index]`` for each entry."""
+        raise NotImplementedError(f"{type(self).__name__} must implement write_observation()")
+
+    # ------------------------------------------------------------------ checks
+    def entries(self, obs: Any) -> dict[str, Any]:
+        """The raw observation's entries by key (to check them one by one)."""
+        if isinstance(obs, tuple):  # a Tuple space: entries "0", "1", ... (read_obs's rule)
+            obs = {str(i): item for i, item in enumerate(obs)}
+        if len(self.observation_keys) == 1 and not hasattr(obs, "keys"):
+            return {self.observation_keys[0]: obs}
+        return {key: obs[key] for key in self.observation_keys}
+
+    def check_observation(self, obs: Any, where: str) -> None:
+        """:func:`check_observation` for each entry of a raw observation."""
+        if obs is not None:
+            for key, value in self.entries(obs).items():
+                check_observation(self.env, value, where, key)
+
+    def explain_error(self, obs: Any, where: str, err: Exception) -> NoReturn:
+        """:func:`explain_observation_error` for the entry that does not fit, or ``err``."""
+        if obs is not None:
+            try:
+                parts = self.entries(obs)
+            except (KeyError, TypeError, IndexError):
+                parts = {}
+            for key, value in parts.items():
+                error = _observation_mismatch(self.env, value, where, key, exact=True)
+                if error is not None:
+                    raise error from err
+        raise err
+
+    # ------------------------------------------------------------------ provided
+    def write_reset(self, arrays: StepArrays) -> None:
+        """Resets every simulator and writes the observation into ``arrays.root_obs``'s first row."""
+        obs = self.reset_all()
+        self.check_observation(obs, "reset()")
+        try:
+            self.write_observation(arrays.root_obs, (0,), obs)
+        except (ValueError, TypeError) as err:
+            self.explain_error(obs, "reset()", err)
+
+    def step_into(self, action: Any, t: int, arrays: StepArrays, limit: np.ndarray | None) -> np.ndarray | None:
+        """Steps every simulator at time ``t``: writes ``next_obs[t]``, ``reward[t]``,
+        ``terminated[t]``, ``truncated[t]`` and, in ``root_obs[t + 1]``, where each stands
+        next (reset where done); returns the done mask if any is done, else ``None``.
+        ``limit`` (shaped like the batch) truncates the simulators a step counter ends."""
+        obs: Any = None
+        where = "step()"
+        try:
+            obs, reward, terminated, truncated = self.step(action)
+            if t == 0:
+                self.check_observation(obs, where)
+            self.write_observation(arrays.next_obs, (t,), obs)
+            arrays.reward[t] = np.asarray(reward).reshape(arrays.reward[t].shape)
+            arrays.terminated[t] = np.asarray(terminated).reshape(arrays.terminated[t].shape)
+            arrays.truncated[t] = np.asarray(truncated).reshape(arrays.truncated[t].shape)
+            if limit is not None:
+                arrays.truncated[t] |= limit
+            done = np.asarray(arrays.terminated[t] | arrays.truncated[t])  # an array, also with no batch dims
+            any_done = bool(done.any())
+            if any_done:
+                where = "reset()"
+                obs = self.reset_done(done, obs)
+            self.write_observation(arrays.root_obs, (t + 1,), obs)
+        except (ValueError, TypeError) as err:
+            self.explain_error(obs, where, err)
+        return done if any_done else None
+
+    def rollout(
+        self,
+        max_steps: int,
+        policy: TensorDictPolicy | None,
+        break_when_any_done: bool,
+        set_truncated: bool,
+        actions: torch.Tensor | None = None,
+        reset: bool = True,
+    ) -> TensorDictBase:
+        """``env.rollout(max_steps, policy, break_when_any_done=..., set_truncated=...)``
+        from a reset, stepped into arrays; the generic rollout's data, entry for entry.
+
+        Args:
+            max_steps: the number of steps.
+            policy: a tensordict policy, or ``None`` for random actions from ``env.rng``.
+            break_when_any_done: stop at the first step where any simulator is done.
+            set_truncated: mark the last step truncated.
+            actions: with no policy, the actions to take (time first) rather than random ones.
+            reset: reset the simulators first; ``False`` steps on from where they stand,
+                the first root observation left at zero (for a caller that reads the
+                ``"next"`` entries only).
+        """
+        env = self.env
+        arrays = StepArrays.allocate(env, self.observation_keys, max_steps)
+        if policy is None and actions is None:
+            actions = env.full_action_spec["action"].rand(torch.Size([max_steps]), generator=env.rng)
+        if reset:
+            self.write_reset(arrays)
+        else:
+            for array in arrays.root_obs.values():
+                array[0] = 0
+        if policy is None:
+            assert actions is not None
+            backend_actions = self.to_backend(actions)
+            steps = self._run(max_steps, break_when_any_done, arrays, lambda t, data: backend_actions[t])
+            return assemble_rollout(env, arrays, steps, actions[:steps], None, set_truncated)
+        recorded: list[TensorDictBase] = []
+        roots = {key: torch.from_numpy(array) for key, array in arrays.root_obs.items()}
+        flags = torch.zeros((*env.batch_size, 1), dtype=torch.bool)
+        state: dict[str, Any] = {"carried": {}}
+
+        def act(t: int, _: Any) -> Any:
+            entries = {**state["carried"], **{key: root[t] for key, root in roots.items()}}
+            entries.update(done=flags, terminated=flags, truncated=flags)
+            data = TensorDict(entries, batch_size=env.batch_size, device=env.device)
+            returned = policy(data)
+            data = data if returned is None else returned
+            env._check_step_input(data)
+            recorded.append(data)
+            state["carried"] = carried_entries(data, self.observation_keys)
+            return self.to_backend(data.get("action"))
+
+        steps = self._run(max_steps, break_when_any_done, arrays, act)
+        return assemble_rollout(env, arrays, steps, None, env._stack_steps(recorded, contiguous=True), set_truncated)
+
+    def _run(
+        self, max_steps: int, break_when_any_done: bool, arrays: StepArrays, act: Callable[[int, Any], Any]
+    ) -> int:
+        """Steps until ``max_steps`` or, if asked, the first done step; returns the steps taken.
+        With ``break_when_any_done`` the done simulators are not reset (as the generic loop)."""
+        for t in range(max_steps):
+            if break_when_any_done:
+                obs: Any = None
+                try:
+                    obs, reward, terminated, truncated = self.step(act(t, None))
+                    if t == 0:
+                        self.check_observation(obs, "step()")
+                    self.write_observation(arrays.next_obs, (t,), obs)
+                    self.write_observation(arrays.root_obs, (t + 1,), obs)
+                except (ValueError, TypeError) as err:
+                    self.explain_error(obs, "step()", err)
+                arrays.reward[t] = np.asarray(reward).reshape(arrays.reward[t].shape)
+                arrays.terminated[t] = np.asarray(terminated).reshape(arrays.terminated[t].shape)
+                arrays.truncated[t] = np.asarray(truncated).reshape(arrays.truncated[t].shape)
+                if (arrays.terminated[t] | arrays.truncated[t]).any():
+                    return t + 1
+            else:
+                self.step_into(act(t, None), t, arrays, None)
+        return max_steps
+
+
+class SerialSimulators(ArraySimulator):
+    """The simulators of a ``SerialEnv``'s sub-envs, stepped one after the other, each
+    on its batch row of the same arrays.
+
+    The sub-envs have the same spaces, so the first one converts the batch's actions.
+
+    Args:
+        env: the serial batch.
+        simulators: its sub-envs' simulators, in order.
+
+    Examples:
+        >>> from cadence.envs import GymEnv, SerialEnv
+        >>> len(SerialEnv(3, lambda: GymEnv("Pendulum-v1"))._array_simulator().simulators)
+        3
+    """
+
+    def __init__(self, env: EnvBase, simulators: Sequence[ArraySimulator]) -> None:
+        super().__init__(env, simulators[0].observation_keys)
+        self.simulators = list(simulators)
+        self._rows: tuple[StepArrays, list[StepArrays]] | None = None
+
+    def to_backend(self, action: torch.Tensor) -> Any:
+        return self.simulators[0].to_backend(action)
+
+    def reset_all(self) -> list[Any]:
+        return [simulator.reset_all() for simulator in self.simulators]
+
+    def step(self, action: Any) -> tuple[list[Any], np.ndarray, np.ndarray, np.ndarray]:
+        results = [simulator.step(action[i]) for i, simulator in enumerate(self.simulators)]
+        return (
+            [result[0] for result in results],
+            *(np.stack([np.asarray(result[k]) for result in results]) for k in (1, 2, 3)),
+        )  # type: ignore[return-value]
+
+    def reset_done(self, done: np.ndarray, obs: list[Any]) -> list[Any]:
+        obs = list(obs)
+        for i, simulator in enumerate(self.simulators):
+            if done[i].any():
+                obs[i] = simulator.reset_done(done[i], obs[i])
+        return obs
+
+    def write_observation(self, targets: dict[str, np.ndarray], index: tuple[Any, ...], obs: list[Any]) -> None:
+        for i, simulator in enumerate(self.simulators):
+            simulator.write_observation(targets, (*index, i), obs[i])
+
+    def check_observation(self, obs: Any, where: str) -> None:
+        if obs is not None:
+            for i, (simulator, sub_obs) in enumerate(zip(self.simulators, obs)):
+                try:
+                    simulator.check_observation(sub_obs, where)
+                except SpecMismatchError as err:  # which sub-env
+                    raise SpecMismatchError(f"{type(self.env).__name__} sub-env {i}: {err}") from err
+
+    def explain_error(self, obs: Any, where: str, err: Exception) -> NoReturn:
+        if obs is not None:
+            for i, (simulator, sub_obs) in enumerate(zip(self.simulators, obs)):
+                for key, value in simulator.entries(sub_obs).items():
+                    error = _observation_mismatch(simulator.env, value, where, key, exact=True)
+                    if error is not None:
+                        raise SpecMismatchError(f"{type(self.env).__name__} sub-env {i}: {error}") from err
+        raise err
+
+    def step_into(self, action: Any, t: int, arrays: StepArrays, limit: np.ndarray | None) -> np.ndarray | None:
+        # each sub-env on its row of the arrays (views made once per set of arrays)
+        if self._rows is None or self._rows[0] is not arrays:
+            self._rows = (arrays, [arrays.row(i) for i in range(len(self.simulators))])
+        rows = self._rows[1]
+        any_done = False
+        i = 0
+        try:
+            for i, simulator in enumerate(self.simulators):
+                if simulator.step_into(action[i], t, rows[i], None if limit is None else limit[i]) is not None:
+                    any_done = True
+        except SpecMismatchError as err:  # which sub-env
+            raise SpecMismatchError(f"{type(self.env).__name__} sub-env {i}: {err}") from err
+        return np.logical_or(arrays.terminated[t], arrays.truncated[t]) if any_done else None
+
+
+def carried_entries(data: TensorDictBase, observation_keys: Sequence[str] = ("observation",)) -> dict[str, Any]:
+    """What the policy wrote that the next step's input keeps (``step_mdp``'s rule): its
+    root entries but the action and the env's own, then its ``"next"`` entries moved up,
+    which win.
+
+    Sub-tensordicts are copied (shallowly), so that the next step's policy cannot
+    change the recorded step by writing into them.
+
+    Examples:
+        >>> import torch
+        >>> data = TensorDict({"observation": torch.zeros(1), "action": torch.zeros(1),
+        ...                    "hidden": torch.ones(1), "next": {"hidden": torch.full((1,), 2.0)}}, [])
+        >>> carried_entries(data)["hidden"].tolist()
+        [2.0]
+    """
+    env_keys = {*observation_keys, *ENV_ROOT_FLAGS}
+    carried: dict[str, Any] = {}
+    written_next = None
+    for key, value in data.items():
+        if key == "next":
+            written_next = value
+        elif key not in env_keys and key != "action":
+            carried[key] = value.copy() if isinstance(value, TensorDictBase) else value
+    if written_next is not None:
+        for key, value in written_next.items():
+            if key in env_keys or key in _ENV_NEXT_KEYS:
+                continue
+            previous = carried.get(key)
+            if isinstance(value, TensorDictBase):
+                value = previous.update(value) if isinstance(previous, TensorDictBase) else value.copy()
+            carried[key] = value
+    return carried
+
+
+def assemble_rollout(
+    env: EnvBase,
+    arrays: StepArrays,
+    steps: int,
+    actions: torch.Tensor | None,
+    policy_data: TensorDictBase | None,
+    set_truncated: bool,
+) -> TensorDictBase:
+    """Lays the arrays' first ``steps`` steps out as the generic rollout does,
+    ``[*batch, T]`` with a ``"time"`` dim, merged with what the policy wrote
+    (``policy_data``, already stacked) or with the random ``actions``.
+
+    Examples:
+        >>> from cadence.envs import GymEnv
+        >>> env = GymEnv("Pendulum-v1")
+        >>> arrays = StepArrays.allocate(env, ("observation",), 2)
+        >>> for array in (arrays.root_obs["observation"], arrays.next_obs["observation"], arrays.reward):
+        ...     array[...] = 0
+        >>> data = assemble_rollout(env, arrays, 2, torch.zeros(2, 1), None, set_truncated=True)
+        >>> data["next", "truncated"].flatten().tolist(), data.names
+        ([False, True], ['time'])
+    """
+    nb = env.batch_dims
+    batch_size = [*env.batch_size, steps]
+
+    def arrange(array: np.ndarray | torch.Tensor, trailing_one: bool = False) -> torch.Tensor:
+        tensor = torch.from_numpy(array[:steps]) if isinstance(array, np.ndarray) else array[:steps]
+        if trailing_one:
+            tensor = tensor.unsqueeze(-1)
+        return tensor.movedim(0, nb) if nb else tensor  # time leads in the arrays
+
+    if set_truncated:
+        arrays.truncated[steps - 1] = True
+    following = {key: arrange(array) for key, array in arrays.next_obs.items()}
+    following.update(
+        reward=arrange(arrays.reward, True),
+        done=arrange(arrays.terminated | arrays.truncated, True),
+        terminated=arrange(arrays.terminated, True),
+        truncated=arrange(arrays.truncated, True),
+    )
+    env_next = TensorDict(following, batch_size=batch_size, device=env.device)
+    root_done = torch.zeros(*batch_size, 1, dtype=torch.bool)
+    env_root: dict[str, Any] = {key: arrange(array) for key, array in arrays.root_obs.items()}
+    env_root.update(done=root_done, terminated=root_done.clone(), truncated=root_done.clone())
+    if policy_data is None:
+        assert actions is not None
+        out = TensorDict({**env_root, "action": arrange(actions), "next": env_next}, batch_size=batch_size,
+                         device=env.device)
+    else:
+        out = policy_data
+        out.update(env_root)
+        written_next = out.get("next", None)
+        if written_next is None:
+            out.set("next", env_next)
+        else:
+            written_next.update(env_next)
+    out.names = [None] * nb + ["time"]
+    return out

@@ -1,0 +1,172 @@
+"""Gymnasium's implementation of the array protocol (:mod:`cadence.envs.array_simulator`).
+
+A ``GymWrapper`` with the stock readers and a single array observation (no pixels,
+frame skip, info readers or auto-reset) gives a :class:`GymSimulator`: its simulator (one
+env or a vector env) stepped straight into preallocated arrays. Every path that steps
+arrays then serves it: ``rollout`` with random actions or a policy (when the call asks
+for nothing that needs a tensordict per step), ``SerialEnv`` of such wrappers,
+``ParallelEnv``'s workers and the collectors' array runner. One (non-vector) env has
+its own faster loops: no arrays of flags per step, the rollout's root observations
+copied from the next ones at the end.
+
+The results are the generic path's, entry for entry (the tests compare them). An
+observation with the right number of elements but another shape is reshaped by the
+generic path; here it is accepted where numpy can write it as it is (``(1, 3)`` for
+``(3,)``) and reported otherwise (a ``SpecMismatchError`` naming the key and both shapes).
+
+Examples:
+    >>> from cadence.envs.libs.gym import GymEnv
+    >>> env = GymEnv("CartPole-v1")
+    >>> type(env._array_simulator()).__name__
+    'GymSimulator'
+    >>> env.rollout(100, break_when_any_done=False)["next", "reward"].shape
+    torch.Size([100, 1])
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+from tensordict import TensorDictBase
+
+from cadence.envs.array_simulator import (
+    ArraySimulator,
+    StepArrays,
+    TensorDictPolicy,
+    assemble_rollout,
+    check_observation,
+    explain_observation_error,
+)
+
+if TYPE_CHECKING:  # pragma: no cover - type hints only
+    from cadence.envs.libs.gym import GymWrapper
+
+__all__ = ["GymSimulator", "check_observation", "explain_observation_error"]
+
+_DONE = np.asarray(True)
+
+
+class GymSimulator(ArraySimulator):
+    """One gymnasium wrapper's simulator (an env or a vector env) on the array protocol.
+
+    Args:
+        wrapper: a ``GymWrapper`` whose ``_fast_path_applies()``.
+
+    Examples:
+        >>> from cadence.envs.libs.gym import GymEnv
+        >>> simulator = GymSimulator(GymEnv("Pendulum-v1", num_envs=2))
+        >>> obs = simulator.reset_all()
+        >>> simulator.step(simulator.to_backend(torch.zeros(2, 1)))[1].shape
+        (2,)
+    """
+
+    def __init__(self, wrapper: GymWrapper) -> None:
+        super().__init__(wrapper, ("observation",))
+        self.wrapper = wrapper
+        self.is_vector = wrapper.is_vector
+
+    def to_backend(self, action: torch.Tensor) -> Any:
+        return self.wrapper._to_backend(action)
+
+    def reset_all(self) -> Any:
+        return self.wrapper._reset_backend()[0]
+
+    def step(self, action: Any) -> tuple[Any, Any, Any, Any]:
+        obs, reward, terminated, truncated, _ = self.wrapper._env.step(action)
+        return obs, reward, terminated, truncated
+
+    def reset_done(self, done: np.ndarray, obs: Any) -> Any:
+        if self.is_vector:
+            return self.wrapper._env.reset(options={"reset_mask": done})[0]
+        return self.wrapper._env.reset()[0]
+
+    def write_observation(self, targets: dict[str, np.ndarray], index: tuple[Any, ...], obs: Any) -> None:
+        targets["observation"][index] = obs
+
+    def check_observation(self, obs: Any, where: str) -> None:
+        check_observation(self.env, obs, where)
+
+    def explain_error(self, obs: Any, where: str, err: Exception) -> Any:
+        explain_observation_error(self.env, obs, where, err)
+
+    def step_into(self, action: Any, t: int, arrays: StepArrays, limit: np.ndarray | None) -> np.ndarray | None:
+        if self.is_vector:
+            return super().step_into(action, t, arrays, limit)
+        env = self.wrapper._env
+        obs: Any = None
+        where = "step()"
+        try:  # costs nothing unless a write fails: then the observation is named
+            obs, reward, terminated, truncated, _ = env.step(action)
+            if t == 0:  # once per batch: what numpy would broadcast silently (a scalar)
+                check_observation(self.env, obs, where)
+            if limit is not None and limit:
+                truncated = True
+            arrays.next_obs["observation"][t] = obs
+            arrays.reward[t] = reward
+            arrays.terminated[t] = terminated
+            arrays.truncated[t] = truncated
+            if terminated or truncated:
+                where = "reset()"
+                obs = env.reset()[0]
+                arrays.root_obs["observation"][t + 1] = obs
+                return _DONE
+            arrays.root_obs["observation"][t + 1] = obs
+        except (ValueError, TypeError) as err:
+            explain_observation_error(self.env, obs, where, err)
+        return None
+
+    def rollout(
+        self,
+        max_steps: int,
+        policy: TensorDictPolicy | None,
+        break_when_any_done: bool,
+        set_truncated: bool,
+        actions: torch.Tensor | None = None,
+        reset: bool = True,
+    ) -> TensorDictBase:
+        if policy is not None or self.is_vector:
+            return super().rollout(max_steps, policy, break_when_any_done, set_truncated, actions, reset)
+        env = self.env
+        if actions is None:
+            actions = env.full_action_spec["action"].rand(torch.Size([max_steps]), generator=env.rng)
+        arrays = StepArrays.allocate(env, self.observation_keys, max_steps)
+        if reset:
+            self.write_reset(arrays)
+        else:
+            arrays.root_obs["observation"][0] = 0
+        steps = self._run_random(arrays, self.to_backend(actions), break_when_any_done)
+        return assemble_rollout(env, arrays, steps, actions, None, set_truncated)
+
+    def _run_random(self, arrays: StepArrays, actions: Any, break_when_any_done: bool) -> int:
+        """One env with given actions: only the done steps write their flags, and the root
+        observations are the next ones shifted by a step, but after a reset."""
+        step_env, reset_env = self.wrapper._env.step, self.wrapper._env.reset
+        next_obs, reward = arrays.next_obs["observation"], arrays.reward
+        terminated, truncated = arrays.terminated, arrays.truncated
+        max_steps = len(next_obs)
+        steps = max_steps
+        reset_rows: list[tuple[int, Any]] = []
+        obs = None
+        try:  # no cost per step; a failure to write an observation is explained below
+            for t in range(max_steps):
+                obs, r, te, tr, _ = step_env(actions[t])
+                next_obs[t] = obs
+                reward[t] = r
+                if te or tr:
+                    terminated[t] = te
+                    truncated[t] = tr
+                    if break_when_any_done:
+                        steps = t + 1
+                        break
+                    if t + 1 < max_steps:
+                        reset_rows.append((t + 1, reset_env()[0]))
+        except (ValueError, TypeError) as err:
+            explain_observation_error(self.env, obs, "step()", err)
+        check_observation(self.env, obs, "step()")  # once: an observation numpy broadcast silently
+        root_obs = arrays.root_obs["observation"]
+        root_obs[1:steps] = next_obs[: steps - 1]
+        for t, obs in reset_rows:
+            root_obs[t] = obs
+        return steps
