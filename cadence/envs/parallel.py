@@ -45,16 +45,18 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
 import torch
-from tensordict import LazyStackedTensorDict, TensorDictBase
+from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
 from cadence.data import NonTensor
 from cadence.envs._shared_memory import anonymous_like
+from cadence.envs.array_simulator import ArraySimulator
 from cadence.envs.batched import BatchedEnvBase, BatchedMethod, EnvCreator, EnvFactory, SerialEnv
 from cadence.envs.common import next_seed
 from cadence.envs.workers import WorkerDiedError, WorkerError, WorkerPool, default_start_method
 
-__all__ = ["ParallelEnv"]
+__all__ = ["ParallelEnv", "ParallelSimulators"]
 
 _CALLABLE = "<callable>"  # what a worker answers for an attribute that is a method
 
@@ -510,14 +512,19 @@ class ParallelEnv(BatchedEnvBase):
                 self._current[index] = result.exclude(*self.reward_keys)
             return self._stack(results)
         shared.input.update_(tensordict.select(*shared.input_keys))
+        self._step_shared()
+        output = shared.output.clone()
+        return output.pin_memory() if self.pin_memory else output
+
+    def _step_shared(self) -> None:
+        """Steps every worker on the shared input (one message for all: the hot path);
+        a rebuilt worker's output is its fresh reset, the episode truncated."""
         try:
-            self.pool.call("step")  # one message for all: the hot path
+            self.pool.call("step")
         except WorkerError as err:
             failures = {failure.index: failure for failure in (err, *err.others)}
             for index in self._recover("step", None, failures, {}, None):
                 self._mark_interrupted(index)
-        output = shared.output.clone()
-        return output.pin_memory() if self.pin_memory else output
 
     def _mark_interrupted(self, index: int) -> None:
         """The step output of a rebuilt worker: its fresh reset, the episode truncated."""
@@ -529,6 +536,22 @@ class ParallelEnv(BatchedEnvBase):
                 output.get(key).copy_(current.get(key))
         self._flag_interrupted(output)
 
+    # ------------------------------------------------------------------ the array protocol
+    def _array_simulator(self) -> ArraySimulator | None:
+        """The workers on the array protocol (:class:`ParallelSimulators`), where every
+        worker steps its own simulator into the shared arrays; ``None`` otherwise."""
+        self.start()
+        if self._in_process is not None:
+            return self._in_process._array_simulator()
+        if self._shared is None or not self._fast_workers or self.run_type_checks or self.action_keys != ["action"]:
+            return None
+        batch = tuple(self.batch_size)
+        flags = sorted(self.full_done_spec.keys(True, True)) == ["done", "terminated", "truncated"]
+        layout = all(tuple(spec.shape) == (*batch, 1) for spec in (*self.full_done_spec.values(), self.full_reward_spec["reward"]))
+        if not (flags and self.reward_keys == ["reward"] and layout):
+            return None
+        return ParallelSimulators(self)
+
     # ------------------------------------------------------------------ rollout in chunks
     def _fast_rollout(self, max_steps: int, **kwargs: Any) -> TensorDictBase | None:
         self.start()
@@ -536,7 +559,7 @@ class ParallelEnv(BatchedEnvBase):
             return self._in_process._fast_rollout(max_steps, **kwargs)
         chunks_apply = self._fast_workers and kwargs["policy"] is None and not kwargs["break_when_any_done"]
         if not (chunks_apply and self._plain_rollout(kwargs)):
-            return None
+            return super()._fast_rollout(max_steps, **kwargs)  # step by step on the shared arrays, where they serve
         actions = self.full_action_spec["action"].rand(torch.Size([max_steps]), generator=self.rng)
         # a worker rebuilt mid-chunk rolls the same actions out again, from its fresh reset
         chunks, _ = self._on_workers(
@@ -559,3 +582,57 @@ class ParallelEnv(BatchedEnvBase):
         if self._in_process is not None:
             self._in_process.close()
         super().close()
+
+
+class ParallelSimulators(ArraySimulator):
+    """A ``ParallelEnv``'s workers on the array protocol: a step writes the batch's action
+    into the shared input and sends every worker one message; each steps its own simulator
+    into the shared output, which this reads as numpy views (copied into the caller's
+    arrays by :meth:`write_observation`). Resets of the done components go through the
+    env's ``reset`` with ``"_reset"`` masks (rare: at the end of episodes).
+
+    Args:
+        env: a ``ParallelEnv`` with shared buffers whose workers all have array simulators.
+
+    Examples:
+        >>> from cadence.envs import GymEnv
+        >>> env = ParallelEnv(2, lambda: GymEnv("Pendulum-v1"))
+        >>> simulator = env._array_simulator()
+        >>> type(simulator).__name__, simulator.observation_keys
+        ('ParallelSimulators', ('observation',))
+        >>> env.close()
+    """
+
+    def __init__(self, env: ParallelEnv) -> None:
+        super().__init__(env, list(env.full_observation_spec.keys()))
+        shared = env._shared
+        assert shared is not None
+        batch = tuple(env.batch_size)
+        self._action = shared.input.get("action")
+        self._obs = {key: shared.output.get(key).numpy() for key in self.observation_keys}
+        self._reward = shared.output.get("reward").numpy().reshape(batch)
+        self._terminated = shared.output.get("terminated").numpy().reshape(batch)
+        self._truncated = shared.output.get("truncated").numpy().reshape(batch)
+
+    def to_backend(self, action: torch.Tensor) -> Any:
+        return action  # each worker converts its part
+
+    def reset_all(self) -> Any:
+        out = self.env.reset()
+        return {key: out.get(key).numpy() for key in self.observation_keys}
+
+    def step(self, action: Any) -> tuple[Any, Any, Any, Any]:
+        self._action.copy_(action)
+        self.env._step_shared()  # type: ignore[attr-defined]
+        return self._obs, self._reward, self._terminated, self._truncated
+
+    def reset_done(self, done: np.ndarray, obs: Any) -> Any:
+        env = self.env
+        entries: dict[str, Any] = {key: torch.from_numpy(np.array(obs[key])) for key in self.observation_keys}
+        entries["_reset"] = torch.from_numpy(np.array(done)).unsqueeze(-1)
+        out = env.reset(TensorDict(entries, batch_size=env.batch_size))
+        return {key: out.get(key).numpy() for key in self.observation_keys}
+
+    def write_observation(self, targets: dict[str, np.ndarray], index: tuple[Any, ...], obs: Any) -> None:
+        for key, array in targets.items():
+            array[index] = obs[key]

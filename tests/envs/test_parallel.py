@@ -612,3 +612,63 @@ def test_a_closed_parallel_env_starts_its_workers_again_on_use():
     assert env.rollout(5, break_when_any_done=False).batch_size == torch.Size([2, 5])
     env.close()
     assert multiprocessing.active_children() == []
+
+
+# ---------------------------------------------------------------- the array protocol (ParallelSimulators)
+class _GreedyOneHot(torch.nn.Module):
+    """CartPole's one-hot action from a linear score."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.score = torch.nn.Linear(4, 2)
+
+    def forward(self, observation: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.one_hot(self.score(observation).argmax(-1), 2)
+
+
+def _vector_cartpoles() -> ParallelEnv:
+    return ParallelEnv(2, lambda: GymEnv("CartPole-v1", num_envs=2))
+
+
+@pytest.mark.parametrize("with_policy", [False, True], ids=["random", "policy"])
+def test_the_collector_steps_the_workers_through_the_array_protocol(with_policy: bool) -> None:
+    from cadence.collectors import SyncDataCollector
+    from cadence.collectors._array_runner import ArrayRunner
+    from tensordict.nn import TensorDictModule
+
+    batches = {}
+    for fast_path in (True, False):
+        env = _vector_cartpoles()
+        env.set_seed(5)
+        torch.manual_seed(0)
+        policy = TensorDictModule(_GreedyOneHot(), ["observation"], ["action"]) if with_policy else None
+        collector = SyncDataCollector(env, policy, frames_per_batch=80, total_frames=240, fast_path=fast_path)
+        try:
+            assert isinstance(collector._runner, ArrayRunner) == fast_path
+            batches[fast_path] = torch.cat(list(collector), -1)
+        finally:
+            collector.shutdown()
+            env.close()
+    fast, slow = batches[True], batches[False]
+    assert set(fast.keys(True, True)) == set(slow.keys(True, True))
+    for key in slow.keys(True, True):
+        assert torch.equal(fast[key], slow[key]), key
+    done = fast["next", "done"]
+    assert done.any() and not done.all()  # partial resets, within and across workers
+
+
+def test_a_rollout_with_a_policy_steps_the_workers_through_the_array_protocol() -> None:
+    parallel, serial = _vector_cartpoles(), SerialEnv(2, lambda: GymEnv("CartPole-v1", num_envs=2))
+    try:
+        parallel.set_seed(3)
+        serial.set_seed(3)
+        assert type(parallel._array_simulator()).__name__ == "ParallelSimulators"
+        policy = lambda td: td.set("action", torch.nn.functional.one_hot((td["observation"][..., 2] > 0).long(), 2))
+        for kwargs in ({"break_when_any_done": False}, {}):
+            fast = parallel.rollout(60, policy, **kwargs)
+            slow = serial.rollout(60, policy, **kwargs)
+            assert fast.batch_size == slow.batch_size
+            for key in slow.keys(True, True):
+                assert torch.equal(fast[key], slow[key]), key
+    finally:
+        parallel.close()
