@@ -159,12 +159,13 @@ class ObservationNorm(ObservationTransform):
         loc, scale = buffers["loc"], buffers["scale"]
         if loc is None or scale is None:
             return value
-        loc, scale = loc.to(value.device), scale.to(value.device)
+        if loc.device != value.device:
+            loc, scale = loc.to(value.device), scale.to(value.device)
         if self.standard_normal:
             out = (value - loc) / scale.clamp_min(self.eps)
         else:
             out = value * scale + loc
-        return out.to(value.dtype)
+        return out if out.dtype == value.dtype else out.to(value.dtype)
 
     def _inv_apply_transform(self, value: torch.Tensor) -> torch.Tensor:
         if not self.initialized:
