@@ -126,6 +126,36 @@ class StepValues:
 
         return StepValues({k: v for k, v in self.entries.items() if kept(k)}, self.batch_size, self.device)
 
+    def select(self, *keys: NestedKey, strict: bool = True) -> StepValues:
+        """A new StepValues with ``keys`` only (and what lies under a nested key given).
+
+        Raises:
+            KeyError: with ``strict``, a key that holds nothing.
+
+        Examples:
+            >>> values = StepValues({"a": torch.ones(1), ("b", "c"): torch.ones(1)}, torch.Size([]))
+            >>> list(values.select("b", "z", strict=False).keys())
+            [('b', 'c')]
+        """
+        selected = [(entry_key(key),) if type(entry_key(key)) is str else entry_key(key) for key in keys]
+
+        def under(key: Any, prefix: tuple[str, ...]) -> bool:
+            path = (key,) if type(key) is str else key
+            return path[: len(prefix)] == prefix
+
+        if strict:
+            for prefix in selected:
+                if not any(under(key, prefix) for key in self.entries):
+                    raise KeyError(f"key {prefix!r} not found in the step's entries {list(self.entries)}")
+        return StepValues(
+            {k: v for k, v in self.entries.items() if any(under(k, prefix) for prefix in selected)},
+            self.batch_size, self.device,
+        )
+
+    def __delitem__(self, key: NestedKey) -> None:
+        """Removes the entry at ``key`` (a ``KeyError`` if there is none)."""
+        del self.entries[entry_key(key)]
+
     def keys(self) -> KeysView[Any]:
         """The keys of the entries (leaves only, as stored)."""
         return self.entries.keys()

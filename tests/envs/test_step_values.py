@@ -10,34 +10,52 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import gymnasium
+import numpy as np
 import pytest
 import torch
 from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModule
 
 from cadence.collectors import SyncDataCollector
+from cadence.data import Unbounded
 from cadence.envs import (
     BinarizeReward,
+    CatFrames,
     CatTensors,
+    CenterCrop,
     ClipTransform,
     Compose,
     DoubleToFloat,
     DTypeCastTransform,
     ExcludeTransform,
+    FiniteTensorDictCheck,
     FlattenObservation,
+    GrayScale,
     GymEnv,
+    GymWrapper,
     InitTracker,
+    NoopResetEnv,
     ObservationNorm,
     PermuteTransform,
+    RenameTransform,
+    Resize,
     RewardClipping,
     RewardScaling,
     RewardSum,
+    SelectTransform,
     SignTransform,
     SqueezeTransform,
     StepCounter,
+    TargetReturn,
+    TensorDictPrimer,
+    TimeMaxPool,
+    ToTensorImage,
+    TrajCounter,
     Transform,
     TransformedEnv,
     UnsqueezeTransform,
+    VecNorm,
 )
 from cadence.envs.step_values import StepValues
 from tests.fakes import assert_same_rollout
@@ -108,6 +126,18 @@ TRANSFORMS: dict[str, Callable[[], Transform]] = {
         FlattenObservation(-2, -1, in_keys=["row"], out_keys=["flat"])),
     "exclude": lambda: Compose(CatTensors(in_keys=["observation"], out_key="vector", del_keys=False),
                                ExcludeTransform("observation")),
+    "rename": lambda: RenameTransform(["observation"], ["state"]),
+    "rename_copy": lambda: RenameTransform(["observation"], ["state"], create_copy=True),
+    "select": lambda: Compose(CatTensors(in_keys=["observation"], out_key="vector", del_keys=False),
+                              SelectTransform("vector")),
+    "primer": lambda: TensorDictPrimer(primers={"hidden": Unbounded(shape=(4,))}, default_value=0.5),
+    "cat_frames": lambda: CatFrames(N=3, dim=-1, in_keys=["observation"], out_keys=["stacked"]),
+    "vec_norm": lambda: VecNorm(in_keys=["observation"], decay=0.9),
+    "time_max_pool": lambda: TimeMaxPool(in_keys=["observation"], out_keys=["pooled"], T=3),
+    "traj_counter": TrajCounter,
+    "finite_check": FiniteTensorDictCheck,
+    "target_return": lambda: TargetReturn(target_return=10.0),
+    "noop_reset": lambda: Compose(NoopResetEnv(noops=3, random=False), StepCounter(8)),
     "tutorial_chain": lambda: Compose(
         DoubleToFloat(), ObservationNorm(loc=torch.zeros(3), scale=torch.ones(3)), StepCounter(6), RewardSum(),
         CatTensors(in_keys=["observation"], out_key="observation_vector", del_keys=False)),
@@ -265,3 +295,58 @@ def test_a_transform_appended_after_steps_joins_the_step_on_values() -> None:
     env.append_transform(RewardScaling(loc=0.0, scale=0.0))
     data, _ = env.step_and_maybe_reset(env.rand_action(env.reset()))
     assert data["next", "reward"].tolist() == [0.0] and data["next", "step_count"].tolist() == [1]
+
+
+
+class PixelsEnv(gymnasium.Env):
+    """Frames (8x8 RGB, uint8) that brighten with the action; truncated after 12 steps."""
+
+    observation_space = gymnasium.spaces.Dict(
+        pixels=gymnasium.spaces.Box(0, 255, (8, 8, 3), dtype=np.uint8),
+        state=gymnasium.spaces.Box(-1.0, 1.0, (2,), dtype=np.float32),
+    )
+    action_space = gymnasium.spaces.Box(-1.0, 1.0, (1,), dtype=np.float32)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
+        super().reset(seed=seed)
+        self.level, self.t = float(self.np_random.integers(0, 100)), 0
+        return self._obs(), {}
+
+    def _obs(self) -> dict[str, np.ndarray]:
+        frame = (np.arange(192).reshape(8, 8, 3) + self.level) % 256
+        return {"pixels": frame.astype(np.uint8), "state": np.full(2, self.level / 255, dtype=np.float32)}
+
+    def step(self, action: np.ndarray) -> tuple[dict, float, bool, bool, dict]:
+        self.level, self.t = self.level + 10 * float(action[0]) + 5, self.t + 1
+        return self._obs(), float(action[0]), False, self.t >= 12, {}
+
+
+IMAGE_TRANSFORMS: dict[str, Callable[[], Transform]] = {
+    "to_tensor_image": ToTensorImage,
+    "image_chain": lambda: Compose(ToTensorImage(), Resize(4, 4), GrayScale()),
+    "center_crop": lambda: Compose(ToTensorImage(), CenterCrop(4)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(IMAGE_TRANSFORMS))
+def test_image_transforms_on_values_give_the_generic_steps(name: str) -> None:
+    def make(on_values: bool) -> TransformedEnv:
+        env = TransformedEnv(GymWrapper(PixelsEnv()), IMAGE_TRANSFORMS[name]())
+        env.use_values_path = on_values
+        env.set_seed(0)
+        return env
+
+    fast, slow = make(True), make(False)
+    assert fast._values_step_applies() and not slow._values_step_applies()
+    for step, ((data, next_td), (data_ref, next_ref)) in enumerate(zip(_manual_loop(fast, 25), _manual_loop(slow, 25))):
+        _assert_same(data, data_ref, f"{name}: data at step {step}")
+        _assert_same(next_td, next_ref, f"{name}: next input at step {step}")
+
+
+def test_step_values_select_and_delete() -> None:
+    values = StepValues({"a": torch.ones(1), ("b", "c"): torch.ones(1), ("b", "d"): torch.ones(1)}, torch.Size([]))
+    assert list(values.select("a", ("b", "c")).keys()) == ["a", ("b", "c")]
+    with pytest.raises(KeyError, match="'z'"):
+        values.select("z")
+    del values[("b", "d")]
+    assert list(values.keys()) == ["a", ("b", "c")]

@@ -132,9 +132,11 @@ class Transform(torch.nn.Module):
         """Transforms a reset's output; ``tensordict`` is the reset's input."""
         return self._call(tensordict_reset)
 
-    #: Whether ``_step`` works on :class:`~cadence.envs.step_values.StepValues` as on a
-    #: TensorDict: it reads its ``tensordict`` with ``get`` only and its ``next_tensordict``
-    #: through ``get``/``set``/``in``/``exclude``/``keys``/``items``/``batch_dims``, and its
+    #: Whether :meth:`_entries_step` gives what ``_step`` gives on a TensorDict. By default
+    #: it runs ``_step`` on :class:`~cadence.envs.step_values.StepValues`, so a transform
+    #: that says so reads its ``tensordict`` with ``get`` only and its ``next_tensordict``
+    #: through ``get``/``set``/``del``/``in``/``select``/``exclude``/``keys``/``items``/
+    #: ``batch_dims``/``batch_size``/``device`` (or overrides ``_entries_step``), and its
     #: ``inv`` changes nothing but its ``in_keys_inv``. A ``TransformedEnv`` whose transforms
     #: all say so (and have no ``in_keys_inv``) steps on plain tensors. Off unless a
     #: transform says so; the tests run each one that does on both paths.

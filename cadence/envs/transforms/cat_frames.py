@@ -196,6 +196,7 @@ class CatFrames(Transform):
         return next_tensordict
 
     steps_over_time = True  # the stacks of a stretch are windows over (previous stack, new frames)
+    steps_on_values = True  # get and set
 
     def _step_over_time(self, tensordict: TensorDictBase, next_steps: TensorDictBase) -> TensorDictBase:
         self._refuse_inverse_in_env()

@@ -302,6 +302,8 @@ class TrajCounter(Transform):
         tensordict_reset.set(self.out_key, torch.where(flat, ids, kept).reshape(done.shape))
         return tensordict_reset
 
+    steps_on_values = True  # get and set
+
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
         value = tensordict.get(self.out_key, None)
         if value is None:
@@ -440,6 +442,8 @@ class TimeMaxPool(Transform):
         self._history[key] = pushed
         return pushed.max(0).values
 
+    steps_on_values = True  # get and set
+
     def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
         for in_key, out_key in zip(self.in_keys, self.out_keys):
             value = tensordict.get(in_key, None)
@@ -490,6 +494,8 @@ class FiniteTensorDictCheck(Transform):
     def __init__(self) -> None:
         super().__init__()
 
+    steps_on_values = True  # items(True, True)
+
     def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
         for key, value in tensordict.items(include_nested=True, leaves_only=True):
             if isinstance(value, torch.Tensor) and (value.is_floating_point() or value.is_complex()):
@@ -537,6 +543,8 @@ class NoopResetEnv(Transform):
         super().__init__()
         self.noops = noops
         self.random = random
+
+    steps_on_values = True  # it acts at resets only
 
     def _reset(self, tensordict: TensorDictBase | None, tensordict_reset: TensorDictBase) -> TensorDictBase:
         mask = None if tensordict is None else tensordict.get("_reset", None)

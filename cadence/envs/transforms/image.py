@@ -65,6 +65,8 @@ class _ImageTransform(ObservationTransform):
     """The base of the image transforms: ``in_keys`` default to ``["pixels"]`` and each
     transformed observation spec is rebuilt by :meth:`_image_spec`."""
 
+    steps_on_values = True  # the base _call: get and set
+
     #: the number of trailing dims an image has for this transform (e.g. ``H, W, C``)
     _image_dims = 2
     #: what those dims are, for error messages

@@ -86,6 +86,8 @@ class RenameTransform(Transform):
         super().__init__(in_keys, out_keys, in_keys_inv, out_keys_inv)
         self.create_copy = create_copy
 
+    steps_on_values = True  # get, set and del (with inverse keys the env keeps the generic path)
+
     def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
         for in_key, out_key in zip(self.in_keys, self.out_keys):
             value = tensordict.get(in_key, None)
@@ -158,6 +160,8 @@ class SelectTransform(Transform):
         if self.keep_dones:
             kept += self._done_keys
         return kept
+
+    steps_on_values = True  # select
 
     def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
         return tensordict.select(*self._kept(), strict=False)
@@ -656,6 +660,8 @@ class TensorDictPrimer(Transform):
             if overwrite or data.get(key, None) is None:
                 data.set(key, self._value(key, spec, data.batch_size, data.device))
         return data
+
+    steps_on_values = True  # get, set, batch_size and device
 
     def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
         return self._prime(tensordict, overwrite=False)

@@ -391,6 +391,8 @@ class VecNorm(Transform):
             var = (squares / count - mean * mean).clamp_min(self.eps)
         return ((x - mean) / var.sqrt()).to(value.dtype)
 
+    steps_on_values = True  # get and set (its statistics move on as on the generic path)
+
     def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
         for in_key, out_key in zip(self.in_keys, self.out_keys):
             value = tensordict.get(in_key, None)

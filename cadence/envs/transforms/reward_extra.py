@@ -317,6 +317,8 @@ class TargetReturn(Transform):
             )
         return tensordict_reset
 
+    steps_on_values = True  # get and set
+
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
         for in_key, out_key in zip(self.in_keys, self.out_keys):
             previous = tensordict.get(out_key, None)
