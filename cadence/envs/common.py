@@ -35,24 +35,24 @@ Examples:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import torch
-from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
+from tensordict import TensorDict, TensorDictBase
 
 from cadence.data import Composite, TensorSpec, Unbounded
 from cadence.envs.env_specs import EnvSpecs, as_tuple_key, unwrap_key
 from cadence.envs.metadata import EnvMetaData
+from cadence.envs.rollouts import EnvRollouts
 from cadence.envs.seeding import SEED_RANGE, next_seed, validate_seed
 from cadence.envs.step_values import StepValues
-from cadence.envs.utils import action_in_spec_dtype, check_in_spec, policy_on_device, step_mdp
+from cadence.envs.utils import action_in_spec_dtype, check_in_spec, step_mdp
 
 if TYPE_CHECKING:  # pragma: no cover - type hints only (these modules build on this one)
     from cadence.envs.array_simulator import ArraySimulator
     from cadence.envs.values_loop import ValuesLoop
 
 NestedKey = str | tuple[str, ...]
-Policy = Callable[[TensorDictBase], TensorDictBase | None]
 
 __all__ = ["EnvBase", "EnvMetaData", "SEED_RANGE", "next_seed", "validate_seed"]
 
@@ -73,7 +73,7 @@ def _shape_matches(expected: torch.Size, got: torch.Size) -> bool:
     return len(expected) == len(got) and all(e in (-1, g) for e, g in zip(expected, got))
 
 
-class EnvBase(EnvSpecs, torch.nn.Module):
+class EnvBase(EnvSpecs, EnvRollouts, torch.nn.Module):
     """The environment template: specs, reset/step bookkeeping, seeding, rollouts.
 
     Subclasses implement ``_reset(tensordict) -> TensorDictBase`` (observations and
@@ -575,218 +575,6 @@ class EnvBase(EnvSpecs, torch.nn.Module):
             ['done', 'params', 'reward', 'terminated', 'th', 'thdot']
         """
         return self._step_spec().zero()
-
-    # ------------------------------------------------------------------ rollout
-    def _fast_rollout(
-        self,
-        max_steps: int,
-        *,
-        policy: Policy | None,
-        callback: Callable[..., Any] | None,
-        auto_reset: bool,
-        break_when_any_done: bool,
-        break_when_all_done: bool,
-        return_contiguous: bool,
-        tensordict: TensorDictBase | None,
-        set_truncated: bool,
-    ) -> TensorDictBase | None:
-        """A backend's shortcut for ``rollout``; ``None`` when it does not apply. By default,
-        a rollout from a fresh reset that asks for no callback, early stop when all are done
-        or checks runs on the env's array simulator, if it has one."""
-        if (callback is not None or not auto_reset or tensordict is not None or break_when_all_done
-                or not return_contiguous or self.run_type_checks or self.auto_reset):
-            return None
-        simulator = self._array_simulator()
-        if simulator is None:
-            return None
-        return simulator.rollout(max_steps, policy, break_when_any_done, set_truncated)
-
-    def rollout(
-        self,
-        max_steps: int,
-        policy: Policy | None = None,
-        callback: Callable[[EnvBase, TensorDictBase], Any] | None = None,
-        *,
-        auto_reset: bool = True,
-        break_when_any_done: bool = True,
-        break_when_all_done: bool = False,
-        return_contiguous: bool = True,
-        tensordict: TensorDictBase | None = None,
-        set_truncated: bool = False,
-        auto_cast_to_device: bool = False,
-    ) -> TensorDictBase:
-        """Runs up to ``max_steps`` steps and returns them stacked on a trailing ``"time"`` dim.
-
-        Args:
-            max_steps: the number of steps.
-            policy: a callable writing the action(s) into a tensordict (a
-                ``TensorDictModule``, say); random actions if ``None``.
-            callback: called as ``callback(env, data)`` after each step.
-            auto_reset: reset the env first (else ``tensordict`` is the first input).
-            break_when_any_done: stop at the first step where any component is done.
-            break_when_all_done: stop at the first step where all are done; the
-                done components are reset and the rollout goes on otherwise.
-            return_contiguous: stack into contiguous tensors; ``False`` gives a lazy
-                stack (needed, and chosen anyway, when specs have dynamic dims).
-            tensordict: the input of the first reset (or step, without ``auto_reset``).
-            set_truncated: mark the last step truncated (and done).
-            auto_cast_to_device: hand the policy its input on the device of its
-                parameters, and bring its output back to the env's device.
-
-        Returns:
-            A tensordict of batch size ``[*batch_size, T]`` with dim names ``[..., "time"]``.
-
-        Examples:
-            >>> from cadence.envs.custom import PendulumEnv
-            >>> data = PendulumEnv(batch_size=[2]).rollout(10)
-            >>> data.batch_size, data.names
-            (torch.Size([2, 10]), [None, 'time'])
-        """
-        if max_steps < 1:
-            raise ValueError(f"rollout() needs max_steps >= 1, got {max_steps}.")
-        if auto_cast_to_device and policy is not None:
-            policy = policy_on_device(policy, self.device)
-        fast = self._fast_rollout(
-            max_steps,
-            policy=policy,
-            callback=callback,
-            auto_reset=auto_reset,
-            break_when_any_done=break_when_any_done,
-            break_when_all_done=break_when_all_done,
-            return_contiguous=return_contiguous,
-            tensordict=tensordict,
-            set_truncated=set_truncated,
-        )
-        if fast is not None:
-            return fast
-        if (policy is None and callback is None and auto_reset and tensordict is None and return_contiguous
-                and not self._has_dynamic_specs()):
-            from cadence.envs.values_loop import ValuesLoop, values_loop_applies  # it builds on this module
-
-            if values_loop_applies(self):  # random actions on plain tensors, one stack per entry
-                return self._values_rollout(ValuesLoop(self), max_steps, break_when_any_done,
-                                            break_when_all_done, set_truncated)
-        if auto_reset:
-            current = self.reset(tensordict)
-        elif tensordict is None:
-            raise ValueError("rollout(auto_reset=False) needs the first input as `tensordict`.")
-        else:
-            current = tensordict
-        act = self.rand_action if policy is None else policy
-        steps: list[TensorDictBase] = []
-        done_key = ("next", *as_tuple_key(self.done_key))
-        for t in range(max_steps):
-            returned = act(current)
-            current = returned if returned is not None else current
-            data = self.step(current)
-            steps.append(data)
-            if callback is not None:
-                callback(self, data)
-            done = data.get(done_key)
-            if (break_when_any_done and done.any()) or (break_when_all_done and done.all()):
-                break
-            if t + 1 < max_steps:
-                current = self._step_mdp(data)
-                if break_when_any_done:
-                    self._auto_reset_stash = None
-                else:
-                    current, _ = self._reset_done(current)
-        result = self._stack_steps(steps, return_contiguous and not self._has_dynamic_specs())
-        result.names = [None] * (result.batch_dims - 1) + ["time"]
-        if set_truncated:
-            self._mark_truncated(result)
-        return result
-
-    def _values_rollout(
-        self, loop: ValuesLoop, max_steps: int, break_when_any_done: bool, break_when_all_done: bool,
-        set_truncated: bool,
-    ) -> TensorDictBase:
-        """The generic rollout loop below (random actions, from a reset), on plain tensors."""
-        root = loop.entries(self.reset())
-        recording = loop.recording()
-        for t in range(max_steps):
-            step = loop.step(root, None)
-            recording.add(step.entries, step.next_entries)
-            done = step.done
-            if (break_when_any_done and done.any()) or (break_when_all_done and done.all()):
-                break
-            if t + 1 < max_steps:
-                root = step.next_root
-                if not break_when_any_done and done.any():
-                    root = loop.reset_done(root)
-        result = loop.assemble(recording)
-        if set_truncated:
-            self._mark_truncated(result)
-        return result
-
-    def _steps_until_done(self, tensordict: TensorDictBase, actions: torch.Tensor) -> TensorDictBase:
-        """Steps from the input ``tensordict`` with ``actions`` (time first, one action
-        key) until a step where any component is done, or until the actions run out.
-
-        This is the base-env half of ``TransformedEnv``'s rollout shortcut, which then
-        applies its transforms to all these steps at once. Backends that can step
-        without a tensordict per step override it (gymnasium wrappers, serial batches
-        of them); this default steps one by one.
-
-        Args:
-            tensordict: the first step's input (it is not changed).
-            actions: ``[T, *batch_size, *action_shape]``.
-
-        Returns:
-            The steps' ``"next"`` outputs, stacked on a trailing time dim of size ``n <= T``.
-
-        Examples:
-            >>> import torch
-            >>> from cadence.envs.custom import PendulumEnv
-            >>> env = PendulumEnv()
-            >>> env._steps_until_done(env.reset(), torch.zeros(4, 1)).batch_size
-            torch.Size([4])
-        """
-        action_key = self.action_keys[0]
-        done_key = self.done_key
-        current = tensordict.copy()
-        outputs: list[TensorDictBase] = []
-        for action in actions:
-            current.set(action_key, action)
-            data = self.step(current)
-            outputs.append(data.get("next"))
-            if outputs[-1].get(done_key).any():
-                break
-            current = self._step_mdp(data)
-        return self._stack_steps(outputs, contiguous=True)
-
-    @staticmethod
-    def _stack_steps(steps: list[TensorDictBase], contiguous: bool) -> TensorDictBase:
-        """Stacks the steps on a new dim after their batch dims.
-
-        The generic loop keeps each step's tensordict and stacks once at the end: one
-        ``torch.stack`` per entry costs a fraction of copying every entry into a
-        preallocated buffer at every step (about 16 us against 80 us a step for a
-        gymnasium env on the development machine). Backends with a shortcut
-        (``_fast_rollout``) write into preallocated arrays instead.
-        """
-        dim = steps[0].batch_dims
-        if not contiguous:
-            return LazyStackedTensorDict.lazy_stack(steps, dim=dim)
-        try:
-            return torch.stack(steps, dim=dim)
-        except RuntimeError as err:
-            raise ValueError(
-                f"The rollout's steps do not stack ({err}); the env's data does not keep to its specs: "
-                f"check_env_specs(env) names the entry."
-            ) from err
-
-    def _mark_truncated(self, result: TensorDictBase) -> None:
-        truncated = [k for k in self.done_keys if as_tuple_key(k)[-1] == "truncated"]
-        if not truncated:
-            raise RuntimeError(
-                f"rollout(set_truncated=True) needs a 'truncated' entry in the done spec of "
-                f"{type(self).__name__}; its done keys are {self.done_keys}."
-            )
-        for key in truncated:
-            for name in ("truncated", "done"):
-                value = result.get(("next", *as_tuple_key(key)[:-1], name))
-                value.select(result.batch_dims - 1, -1).fill_(True)
 
     # ------------------------------------------------------------------ devices, closing
     def to(self, *args: Any, **kwargs: Any) -> EnvBase:
