@@ -34,7 +34,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from cadence.collectors._runners import TrajectoryIds
-from cadence.envs.array_simulator import ENV_ROOT_FLAGS, ArraySimulator, StepArrays, carried_entries
+from cadence.envs.array_simulator import ENV_ROOT_FLAGS, ArraySimulator, StepArrays, carried_entries, with_env_data
 from cadence.envs.common import EnvBase
 from cadence.envs.utils import action_in_spec_dtype
 from cadence.modules.tensor_view import TensorStep
@@ -283,14 +283,8 @@ class ArrayRunner:
         if policy_data is None:
             out = TensorDict(entries, batch_size=batch_size)
         else:  # what the policy wrote, with the env's data over it (as the generic loop has it)
-            out = policy_data
             env_next = TensorDict(entries.pop("next"), batch_size=batch_size)
-            out.update(entries)
-            written_next = out.get("next", None)
-            if written_next is None:
-                out.set("next", env_next)
-            else:
-                written_next.update(env_next)
+            out = with_env_data(policy_data, entries, env_next)
         out.names = [None] * nb + ["time"]
         moved_on = getattr(self.env, "_moved_on", None)
         if moved_on is not None:  # a SerialEnv keeps track of where its sub-envs stand

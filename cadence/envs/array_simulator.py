@@ -58,6 +58,7 @@ __all__ = [
     "carried_entries",
     "check_observation",
     "explain_observation_error",
+    "with_env_data",
 ]
 
 ENV_ROOT_FLAGS = ("done", "terminated", "truncated")
@@ -580,12 +581,26 @@ def assemble_rollout(
         out = TensorDict({**env_root, "action": arrange(actions), "next": env_next}, batch_size=batch_size,
                          device=env.device)
     else:
-        out = policy_data
-        out.update(env_root)
-        written_next = out.get("next", None)
-        if written_next is None:
-            out.set("next", env_next)
-        else:
-            written_next.update(env_next)
+        out = with_env_data(policy_data, env_root, env_next)
     out.names = [None] * nb + ["time"]
     return out
+
+
+def with_env_data(policy_data: TensorDictBase, root: dict[str, Any], env_next: TensorDictBase) -> TensorDictBase:
+    """What the policy wrote over a rollout (stacked), with the env's root entries and its
+    ``"next"`` data written over it, as the generic loop has them; returns ``policy_data``.
+
+    Examples:
+        >>> import torch
+        >>> data = TensorDict({"action": torch.zeros(2, 1), "next": {"hidden": torch.ones(2, 1)}}, [2])
+        >>> out = with_env_data(data, {"observation": torch.zeros(2, 3)}, TensorDict({"reward": torch.ones(2, 1)}, [2]))
+        >>> sorted(out.keys(True, True), key=str)
+        [('next', 'hidden'), ('next', 'reward'), 'action', 'observation']
+    """
+    policy_data.update(root)
+    written_next = policy_data.get("next", None)
+    if written_next is None:
+        policy_data.set("next", env_next)
+    else:
+        written_next.update(env_next)
+    return policy_data
