@@ -6,8 +6,10 @@ to do that costs more than a small network's forward pass; :func:`compile_policy
 a policy made of such modules (alone, or in a ``TensorDictSequential``, followed by
 ``OrnsteinUhlenbeckProcessModule`` or ``AdditiveGaussianModule`` exploration) into a
 function on a plain ``dict`` of tensors that does the same arithmetic in the same order,
-so that its results are the module's, bit for bit (the tests compare them). Any other
-policy gives ``None`` and the collector calls it on tensordicts.
+so that its results are the module's, bit for bit (the tests compare them). In a
+sequence, a member that does not compile (a ``QValueModule``, a user's own module with
+top-level keys) is called on one tensordict of the step's entries and the rest still runs
+on tensors. Any other policy gives ``None`` and the collector calls it on tensordicts.
 
 Examples:
     >>> import torch
@@ -27,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from tensordict import TensorDict
 from tensordict.nn import TensorDictModule, TensorDictModuleBase, TensorDictSequential
 
 __all__ = ["TensorStep", "compile_policy"]
@@ -195,6 +198,31 @@ def _compile_gaussian(module: Any) -> TensorStep | None:
     return step
 
 
+def _on_tensordict(module: Any, batch_size: torch.Size) -> TensorStep | None:
+    """A member of a sequence that does not compile, called on one tensordict of the step's
+    entries, what it writes going back into the dict; ``None`` unless it is a hook-free
+    ``TensorDictModuleBase`` with top-level keys (what it writes is then known to be flat)."""
+    if not isinstance(module, TensorDictModuleBase) or not _plain_module(module):
+        return None
+    if not (_keys_are_plain(list(module.in_keys)) and _keys_are_plain(list(module.out_keys))):
+        return None
+
+    def step(values: Values) -> None:
+        td = TensorDict(values, batch_size=batch_size)
+        out = module(td)
+        for key, value in (td if out is None else out).items():
+            if values.get(key) is value:
+                continue
+            if not isinstance(value, torch.Tensor):  # a nested entry: the dict holds flat entries only
+                raise TypeError(
+                    f"the policy member {type(module).__name__} wrote a nested entry {key!r}; a step on plain "
+                    "tensors holds flat entries (pass fast_path=False to collect on TensorDicts)"
+                )
+            values[key] = value
+
+    return step
+
+
 def compile_policy(policy: Any, batch_size: torch.Size | tuple[int, ...] = ()) -> TensorStep | None:
     """Turns ``policy`` into a function on a dict of tensors, or ``None`` if it cannot.
 
@@ -243,7 +271,9 @@ def compile_policy(policy: Any, batch_size: torch.Size | tuple[int, ...] = ()) -
             or not _plain_module(policy)
         ):
             return None
-        steps = [compile_policy(module, batch_size) for module in policy.module]
+        # members that do not compile (a QValueModule, a user's own module) run on one
+        # tensordict of the step's entries; the others on tensors
+        steps = [compile_policy(module, batch_size) or _on_tensordict(module, batch_size) for module in policy.module]
         if any(step is None for step in steps):
             return None
         runnable: list[TensorStep] = steps  # type: ignore[assignment]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from tensordict import TensorDict
 from tensordict.nn import TensorDictModule, TensorDictSequential
@@ -119,3 +120,29 @@ def test_what_does_not_compile() -> None:
     hooked.register_forward_hook(lambda *args: None)
     assert compile_policy(hooked) is None
     assert compile_policy(TensorDictModule(torch.nn.Linear(3, 1), [("nested", "obs")], ["action"])) is None
+
+
+def test_a_sequence_with_a_member_that_does_not_compile_runs_it_on_a_tensordict() -> None:
+    from cadence.modules import QValueModule
+
+    mlp = _mlp()
+    _run_both(lambda: TensorDictSequential(
+        TensorDictModule(mlp, ["observation"], ["action_value"]),
+        QValueModule(action_space="one_hot"),
+    ))
+
+
+def test_a_member_writing_a_nested_entry_is_named() -> None:
+    from tensordict.nn import TensorDictModuleBase
+
+    class Nested(TensorDictModuleBase):
+        in_keys, out_keys = ["action"], ["extra"]
+
+        def forward(self, tensordict: TensorDict) -> TensorDict:
+            return tensordict.set("extra", TensorDict({"x": torch.zeros(4, 1)}, [4]))
+
+    step = compile_policy(TensorDictSequential(TensorDictModule(torch.nn.Linear(3, 1), ["observation"], ["action"]),
+                                               Nested()), (4,))
+    assert step is not None
+    with pytest.raises(TypeError, match="Nested wrote a nested entry 'extra'"):
+        step({"observation": torch.zeros(4, 3)})
