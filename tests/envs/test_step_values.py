@@ -24,6 +24,7 @@ from cadence.envs import (
     CatFrames,
     CatTensors,
     CenterCrop,
+    Crop,
     ClipTransform,
     Compose,
     DoubleToFloat,
@@ -325,6 +326,7 @@ IMAGE_TRANSFORMS: dict[str, Callable[[], Transform]] = {
     "to_tensor_image": ToTensorImage,
     "image_chain": lambda: Compose(ToTensorImage(), Resize(4, 4), GrayScale()),
     "center_crop": lambda: Compose(ToTensorImage(), CenterCrop(4)),
+    "crop": lambda: Compose(ToTensorImage(), Crop(4, 3, top=1, left=2)),
 }
 
 
