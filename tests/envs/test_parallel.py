@@ -672,3 +672,35 @@ def test_a_rollout_with_a_policy_steps_the_workers_through_the_array_protocol() 
                 assert torch.equal(fast[key], slow[key]), key
     finally:
         parallel.close()
+
+
+def test_the_array_protocol_rebuilds_a_worker_killed_in_a_batch_and_truncates_its_episode(tmp_path) -> None:
+    from cadence.collectors import SyncDataCollector
+    from cadence.collectors._array_runner import ArrayRunner
+
+    trigger = tmp_path / "kill"
+    never = str(tmp_path / "never")
+    factories = [
+        lambda: GymWrapper(KillingWrapper(gymnasium.make("Pendulum-v1"), never)),
+        lambda: GymWrapper(KillingWrapper(gymnasium.make("Pendulum-v1"), str(trigger), at_step=13)),
+    ]
+    runs = []
+    for kill in (False, True):
+        with ParallelEnv(2, factories, max_restarts=1) as env:
+            env.set_seed(0)
+            collector = SyncDataCollector(env, None, frames_per_batch=20, total_frames=60)
+            assert isinstance(collector._runner, ArrayRunner)
+            batches = []
+            for batch in collector:
+                batches.append(batch.clone())
+                if kill and len(batches) == 1:
+                    trigger.touch()  # worker 1 dies at the 13th step of its episode, in the second batch
+            assert env.restarts == [0, int(kill)]
+        runs.append(torch.cat(batches, -1))
+    plain, rebuilt = runs
+    assert rebuilt["next", "truncated"].squeeze(-1)[1].nonzero().flatten().tolist() == [12]
+    assert rebuilt["next", "done"].squeeze(-1)[1].nonzero().flatten().tolist() == [12]
+    assert rebuilt["next", "reward"][1, 12].item() == 0.0  # no reward for the lost step
+    assert torch.equal(rebuilt[0]["next", "observation"], plain[0]["next", "observation"])  # worker 0 untouched
+    ids = rebuilt["collector", "traj_ids"][1]
+    assert (ids[:13] == ids[0]).all() and (ids[13:] == ids[13]).all() and ids[13] != ids[0]
