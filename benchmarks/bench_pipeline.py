@@ -46,7 +46,8 @@ Rows:
    TensorDictModule(MLP(17 -> 6, [64, 64]), ["observation_vector"], ["action"]),
    frames_per_batch=1000)`` (one warm-up batch, ``max(1, --batches // 2)`` timed) against the
    bare loop that concatenates position and velocity into a float32 tensor, calls the same MLP
-   and steps with its output as numpy. torchrl's ``DMControlEnv`` runs only if dm_control
+   and steps with its output as numpy, and, as row 1's plain collector loop does, writes each
+   step's observation, action, reward and done into preallocated tensors of 1000 rows. torchrl's ``DMControlEnv`` runs only if dm_control
    imports in the reference venv (it is not installed there by its setup script; nothing is
    installed into it here).
 5. ``rollout``: ``TransformedEnv(chain).rollout(steps, break_when_any_done=False)``, random
@@ -412,7 +413,8 @@ def cadence_cheetah(batches: int, seed: int, parallel: bool) -> float:
 
 
 def plain_dmc(steps: int, seed: int, with_policy: bool) -> float:
-    """Bare ``dm_control.suite`` loop: random actions, or the MLP on concatenated position+velocity."""
+    """Bare ``dm_control.suite`` loop: random actions, or the MLP on concatenated position+velocity
+    with each step stored (as a collector keeps it)."""
     import numpy as np
     import torch
     from dm_control import suite
@@ -426,16 +428,30 @@ def plain_dmc(steps: int, seed: int, with_policy: bool) -> float:
 
     def run(n: int) -> None:
         time_step = state["time_step"]
+        row = FRAMES_PER_BATCH
         for _ in range(n):
             if mlp is None:
                 action = rng.uniform(low, high)
             else:
+                if row == FRAMES_PER_BATCH:  # the collector's storage, as row 1's plain loop keeps it
+                    buf_obs = torch.empty(FRAMES_PER_BATCH, 17)
+                    buf_action = torch.empty(FRAMES_PER_BATCH, 6)
+                    buf_reward = torch.empty(FRAMES_PER_BATCH, 1)
+                    buf_done = torch.empty(FRAMES_PER_BATCH, 1, dtype=torch.bool)
+                    row = 0
                 observation = time_step.observation
                 vector = torch.from_numpy(
                     np.concatenate([observation["position"], observation["velocity"]])
                 ).to(torch.float32)
-                action = mlp(vector).numpy()
+                action_t = mlp(vector)
+                action = action_t.numpy()
             time_step = env.step(action)
+            if mlp is not None:
+                buf_obs[row] = vector
+                buf_action[row] = action_t
+                buf_reward[row] = time_step.reward
+                buf_done[row] = time_step.last()
+                row += 1
             if time_step.last():
                 time_step = env.reset()
         state["time_step"] = time_step
