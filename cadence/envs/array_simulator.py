@@ -46,6 +46,7 @@ import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
+from cadence.envs.step_values import StepValues
 from cadence.envs.utils import SpecMismatchError
 
 if TYPE_CHECKING:  # pragma: no cover - type hints only (the env core builds on this module)
@@ -53,7 +54,9 @@ if TYPE_CHECKING:  # pragma: no cover - type hints only (the env core builds on 
 
 __all__ = [
     "ArraySimulator",
+    "arrays_fit",
     "SerialSimulators",
+    "SimulatorValuesStep",
     "StepArrays",
     "carried_entries",
     "check_observation",
@@ -247,6 +250,12 @@ class ArraySimulator:
         (True, ('observation',))
     """
 
+    #: Whether stepping the simulator outside the env's ``step()`` leaves the env's own
+    #: bookkeeping right, so that a step on values may go through it
+    #: (:class:`SimulatorValuesStep`); a ``SerialEnv`` keeps each sub-env's last data, which
+    #: its simulators do not update.
+    steps_alone: bool = True
+
     def __init__(self, env: EnvBase, observation_keys: Sequence[str]) -> None:
         self.env = env
         self.observation_keys = tuple(observation_keys)
@@ -436,6 +445,8 @@ class SerialSimulators(ArraySimulator):
         3
     """
 
+    steps_alone = False  # the SerialEnv's own record of its sub-envs' data moves on with step() only
+
     def __init__(self, env: EnvBase, simulators: Sequence[ArraySimulator]) -> None:
         super().__init__(env, simulators[0].observation_keys)
         self.simulators = list(simulators)
@@ -496,6 +507,111 @@ class SerialSimulators(ArraySimulator):
         except SpecMismatchError as err:  # which sub-env
             raise SpecMismatchError(f"{type(self.env).__name__} sub-env {i}: {err}") from err
         return np.logical_or(arrays.terminated[t], arrays.truncated[t]) if any_done else None
+
+
+def arrays_fit(env: EnvBase) -> bool:
+    """Whether ``env``'s rewards and done flags have the layout the arrays hold: one
+    ``"action"``, one ``"reward"`` and the three root flags, each shaped ``[*batch, 1]``.
+
+    Examples:
+        >>> from cadence.envs import GymEnv
+        >>> arrays_fit(GymEnv("Pendulum-v1"))
+        True
+    """
+    batch = tuple(env.batch_size)
+    specs = env.full_done_spec
+    if env.action_keys != ["action"] or env.reward_keys != ["reward"]:
+        return False
+    if sorted(specs.keys(True, True)) != ["done", "terminated", "truncated"]:
+        return False
+    return all(tuple(spec.shape) == (*batch, 1) for spec in (*specs.values(), env.full_reward_spec["reward"]))
+
+
+class SimulatorValuesStep:
+    """``env._step_as_values`` through the env's array simulator: the simulator's results
+    are written into arrays of :attr:`CHUNK` steps and the step's entries are views of their
+    rows (no reader, no tensor built per entry); a ``TransformedEnv`` then runs its
+    transforms' entries steps on them. The values loop takes its steps through this where
+    the env offers it (``EnvBase._values_stepper``); the results are ``_step_as_values``'s,
+    entry for entry (the tests compare them). Resets stay the env's (``env.reset``), so
+    the simulator is stepped here and never reset.
+
+    A simulator off its declared observation space is named as on the other array paths:
+    a failed write is translated, and the first step of each chunk checks what numpy would
+    broadcast silently (a scalar into a row).
+
+    Args:
+        outer: the env whose step this is (its action checks and done completion).
+        simulator: the array simulator of ``outer`` or of its base env.
+        transform_step: the transforms' entries step (``outer`` a ``TransformedEnv``), or
+            ``None``.
+
+    Examples:
+        >>> from cadence.envs import GymEnv
+        >>> from cadence.envs.step_values import StepValues
+        >>> env = GymEnv("Pendulum-v1")
+        >>> step = SimulatorValuesStep(env, env._array_simulator())
+        >>> _ = env.reset()
+        >>> out = step(StepValues({"action": torch.zeros(1)}, env.batch_size), checked=True)
+        >>> sorted(out.keys())
+        ['done', 'observation', 'reward', 'terminated', 'truncated']
+    """
+
+    CHUNK = 64
+
+    def __init__(
+        self,
+        outer: EnvBase,
+        simulator: ArraySimulator,
+        transform_step: Callable[[Any, dict[Any, torch.Tensor]], dict[Any, torch.Tensor]] | None = None,
+    ) -> None:
+        self.outer = outer
+        self.simulator = simulator
+        self.transform_step = transform_step
+        self._batch_size, self._device = outer.batch_size, outer.device
+        self._complete = outer._step_values_complete
+        self._rows = 0  # steps left in the current chunk's arrays
+        self._t = 0
+
+    def _allocate(self) -> None:
+        env = self.simulator.env
+        self._arrays = arrays = StepArrays.allocate(env, self.simulator.observation_keys, self.CHUNK)
+        self._obs = {key: torch.from_numpy(array) for key, array in arrays.next_obs.items()}
+        self._reward = torch.from_numpy(arrays.reward).unsqueeze(-1)
+        self._terminated = torch.from_numpy(arrays.terminated).unsqueeze(-1)
+        self._truncated = torch.from_numpy(arrays.truncated).unsqueeze(-1)
+        self._rows, self._t = self.CHUNK, 0
+
+    def __call__(self, values: StepValues, checked: bool = False) -> StepValues:
+        outer, simulator = self.outer, self.simulator
+        if not checked:
+            outer._check_step_input(values)
+        if self._t == self._rows:
+            self._allocate()
+        t, arrays = self._t, self._arrays
+        obs: Any = None
+        try:  # costs nothing unless a write fails: then the observation is named
+            obs, reward, terminated, truncated = simulator.step(simulator.to_backend(values.get("action")))
+            if t == 0:
+                simulator.check_observation(obs, "step()")
+            simulator.write_observation(arrays.next_obs, (t,), obs)
+        except (ValueError, TypeError) as err:
+            simulator.explain_error(obs, "step()", err)
+        arrays.reward[t] = np.asarray(reward).reshape(arrays.reward[t].shape)
+        arrays.terminated[t] = np.asarray(terminated).reshape(arrays.terminated[t].shape)
+        arrays.truncated[t] = np.asarray(truncated).reshape(arrays.truncated[t].shape)
+        self._t = t + 1
+        entries: dict[Any, torch.Tensor] = {key: view[t] for key, view in self._obs.items()}
+        terminated_t, truncated_t = self._terminated[t], self._truncated[t]
+        entries.update(reward=self._reward[t], terminated=terminated_t, truncated=truncated_t,
+                       done=terminated_t | truncated_t)
+        if self.transform_step is not None:
+            entries = self.transform_step(values, entries)
+        out = StepValues(entries, self._batch_size, self._device)
+        if not self._complete:
+            outer._complete_done(out)
+            outer._check_rewards(out)
+        return out
 
 
 def carried_entries(data: TensorDictBase, observation_keys: Sequence[str] = ("observation",)) -> dict[str, Any]:

@@ -35,6 +35,7 @@ Examples:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -359,6 +360,17 @@ class EnvBase(EnvSpecs, EnvRollouts, torch.nn.Module):
             self._complete_done(values)
             self._check_rewards(values)
         return values
+
+    def _values_stepper(self) -> Callable[..., StepValues]:
+        """What takes the values loop's steps: :meth:`_step_as_values`, or, where the env's
+        array simulator steps alone, the same step through it
+        (:class:`~cadence.envs.array_simulator.SimulatorValuesStep`: no readers)."""
+        from cadence.envs.array_simulator import SimulatorValuesStep, arrays_fit  # it builds on this module
+
+        simulator = self._array_simulator() if self._values_step_applies() else None
+        if simulator is None or not simulator.steps_alone or not arrays_fit(self):
+            return self._step_as_values
+        return SimulatorValuesStep(self, simulator)
 
     #: Whether :meth:`_step_values` always writes the reward and every done flag (the
     #: stock gym-like readers do), so that :meth:`_step_as_values` need not look for them.

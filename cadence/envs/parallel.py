@@ -51,7 +51,7 @@ from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
 from cadence.data import NonTensor
 from cadence.envs._shared_memory import anonymous_like
-from cadence.envs.array_simulator import ArraySimulator
+from cadence.envs.array_simulator import ArraySimulator, arrays_fit
 from cadence.envs.batched import BatchedEnvBase, BatchedMethod, EnvCreator, EnvFactory, SerialEnv
 from cadence.envs.common import next_seed
 from cadence.envs.workers import WorkerDiedError, WorkerError, WorkerPool, default_start_method
@@ -543,12 +543,7 @@ class ParallelEnv(BatchedEnvBase):
         self.start()
         if self._in_process is not None:
             return self._in_process._array_simulator()
-        if self._shared is None or not self._fast_workers or self.run_type_checks or self.action_keys != ["action"]:
-            return None
-        batch = tuple(self.batch_size)
-        flags = sorted(self.full_done_spec.keys(True, True)) == ["done", "terminated", "truncated"]
-        layout = all(tuple(spec.shape) == (*batch, 1) for spec in (*self.full_done_spec.values(), self.full_reward_spec["reward"]))
-        if not (flags and self.reward_keys == ["reward"] and layout):
+        if self._shared is None or not self._fast_workers or self.run_type_checks or not arrays_fit(self):
             return None
         return ParallelSimulators(self)
 

@@ -97,6 +97,7 @@ class ValuesLoop:
         self._action_spec = spec
         self._rewards = set(env.reward_keys)
         self._batch_size, self._device = env.batch_size, env.device  # read once: properties, every step
+        self._step_values = env._values_stepper()  # _step_as_values, or the same through the array simulator
         # step_mdp's rule: the step's results leave "next", the action and rewards stay behind
         self._dropped = {"next", *action_keys, *self._rewards}
 
@@ -123,7 +124,7 @@ class ValuesLoop:
                 if action.dtype != self._action_layout[1]:  # cast as step() casts (float32 for float64...)
                     values[self._single_action] = action_in_spec_dtype(action, self._action_spec, self._single_action)
                 checked = True
-        next_entries = env._step_as_values(StepValues(values, self._batch_size, self._device), checked=checked).entries
+        next_entries = self._step_values(StepValues(values, self._batch_size, self._device), checked=checked).entries
         dropped, rewards = self._dropped, self._rewards
         next_root = {key: value for key, value in values.items() if key not in dropped}
         for key, value in next_entries.items():
@@ -150,7 +151,7 @@ class ValuesLoop:
         if action is None or (action.shape, action.dtype) != self._action_layout:
             env._check_step_input(tensordict)  # raises, or casts the action in place as step() does
             entries = dict(tensordict.items())
-        next_entries = env._step_as_values(StepValues(entries, self._batch_size, self._device), checked=True).entries
+        next_entries = self._step_values(StepValues(entries, self._batch_size, self._device), checked=True).entries
         tensordict.set("next", TensorDict(next_entries, batch_size=self._batch_size, device=self._device))
         dropped, rewards = self._dropped, self._rewards
         next_root = {key: value for key, value in entries.items() if key not in dropped}

@@ -155,3 +155,42 @@ def test_envs_without_a_simulator_keep_the_generic_paths() -> None:
     env.run_type_checks = True
     assert env._array_simulator() is None
     assert SerialEnv(2, CountingEnv)._array_simulator() is None
+
+
+def test_the_values_loop_steps_through_the_simulator_where_it_steps_alone() -> None:
+    from cadence.envs import Compose, RewardSum
+    from cadence.envs.array_simulator import SimulatorValuesStep
+    from tests.fakes import GenericPathGymEnv
+
+    assert isinstance(GymEnv("Pendulum-v1")._values_stepper(), SimulatorValuesStep)
+    chain = TransformedEnv(GymEnv("CartPole-v1", num_envs=2), Compose(StepCounter(30), RewardSum()))
+    assert isinstance(chain._values_stepper(), SimulatorValuesStep)
+    serial = SerialEnv(2, lambda: GymEnv("Pendulum-v1"))  # its record of the sub-envs moves on with step()
+    assert serial._values_stepper() == serial._step_as_values
+    generic = GenericPathGymEnv("Pendulum-v1")  # a reader of its own: no simulator
+    assert generic._values_stepper() == generic._step_as_values
+
+
+def test_the_simulator_step_gives_step_as_values_across_chunks() -> None:
+    from cadence.envs import Compose, RewardSum
+    from cadence.envs.step_values import StepValues
+
+    def make() -> EnvBase:
+        env = TransformedEnv(GymEnv("CartPole-v1", num_envs=2), Compose(StepCounter(30), RewardSum()))
+        env.set_seed(4)
+        return env
+
+    fast_env, slow_env = make(), make()
+    fast_step, slow_step = fast_env._values_stepper(), slow_env._step_as_values
+    fast_root, slow_root = fast_env.reset(), slow_env.reset()
+    for t in range(150):  # past two chunks of 64 rows
+        action = fast_env.rand_action(fast_root)["action"]
+        fast = fast_step(StepValues({**dict(fast_root.items()), "action": action}, fast_env.batch_size), checked=True)
+        slow = slow_step(StepValues({**dict(slow_root.items()), "action": action}, slow_env.batch_size), checked=True)
+        assert sorted(fast.keys()) == sorted(slow.keys())
+        for key in slow.keys():
+            assert torch.equal(fast.get(key), slow.get(key)), (t, key)
+        fast_root = fast_env._step_mdp(fast_root.clone().set("action", action).set("next", fast.to_tensordict()))
+        slow_root = slow_env._step_mdp(slow_root.clone().set("action", action).set("next", slow.to_tensordict()))
+        fast_root, _ = fast_env._reset_done(fast_root)
+        slow_root, _ = slow_env._reset_done(slow_root)

@@ -13,7 +13,7 @@ import pytest
 import torch
 from gymnasium import spaces
 
-from cadence.envs import EnvBase, GymWrapper
+from cadence.envs import Compose, EnvBase, GymWrapper
 from tests.fakes import assert_same_rollout
 
 
@@ -152,3 +152,15 @@ def test_a_parallel_batch_of_gym_like_envs_rolls_out_in_chunks_as_a_serial_one()
         assert data["next", "position"].shape == (2, 2)
     finally:
         parallel.close()
+
+
+def test_the_manual_loop_steps_dict_observations_through_the_simulator() -> None:
+    from cadence.envs import RewardSum, StepCounter, TransformedEnv
+    from cadence.envs.array_simulator import SimulatorValuesStep
+    from tests.envs.test_values_loop import _compare_manual_loops
+
+    def make() -> EnvBase:
+        return TransformedEnv(GymWrapper(ReachEnv()), Compose(StepCounter(10), RewardSum()))
+
+    assert isinstance(make()._values_stepper(), SimulatorValuesStep)
+    assert _compare_manual_loops(make, 80) >= 2  # entry for entry against the generic loop, through resets

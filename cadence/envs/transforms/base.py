@@ -30,6 +30,7 @@ from tensordict import TensorDictBase
 from cadence.data import Composite
 from cadence.envs.common import EnvBase
 from cadence.envs.seeding import validate_seed
+from cadence.envs.array_simulator import SimulatorValuesStep, arrays_fit
 from cadence.envs.step_values import StepValues, entry_key
 
 __all__ = ["Compose", "Transform", "TransformedEnv", "key_list"]
@@ -644,6 +645,18 @@ class TransformedEnv(EnvBase):
         step = self._cached("entries_step", lambda: transform._entries_step(values.batch_size, values.device))
         values.entries = step(tensordict, values.entries)
         return values
+
+    def _values_stepper(self) -> Callable[..., StepValues]:
+        # the base env's array simulator, then the transforms' entries steps (no readers, no
+        # layers between them), where the simulator steps alone and no transform changes the action
+        base = self._modules["base_env"]
+        simulator = base._array_simulator() if self._values_step_applies() else None
+        if (simulator is None or not simulator.steps_alone or not arrays_fit(base)
+                or self.full_action_spec != base.full_action_spec):
+            return self._step_as_values
+        transform = self._modules["transform"]
+        step = self._cached("entries_step", lambda: transform._entries_step(self.batch_size, self.device))
+        return SimulatorValuesStep(self, simulator, step)
 
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
         data = None

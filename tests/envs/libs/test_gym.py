@@ -351,6 +351,13 @@ def _one_hot_policy(td):
     return td.set("action", torch.tensor([True, False]).expand(*td.batch_size, 2).clone())
 
 
+def _manual_loop(env, steps: int = 3) -> None:
+    """The seed's manual loop (on the env's array simulator, for a stock wrapper)."""
+    td = env.reset()
+    for _ in range(steps):
+        _, td = env.step_and_maybe_reset(_one_hot_policy(td))
+
+
 ROLLOUT_PATHS = {
     "fast, random actions": lambda make: GymWrapper(make()).rollout(3),
     "fast, policy": lambda make: GymWrapper(make()).rollout(3, _one_hot_policy),
@@ -358,6 +365,7 @@ ROLLOUT_PATHS = {
     "serial, fast": lambda make: SerialEnv(2, lambda: GymWrapper(make())).rollout(3),
     "serial, policy": lambda make: SerialEnv(2, lambda: GymWrapper(make())).rollout(3, _one_hot_policy),
     "transformed, over time": lambda make: TransformedEnv(GymWrapper(make()), RewardSum()).rollout(3),
+    "transformed, manual loop": lambda make: _manual_loop(TransformedEnv(GymWrapper(make()), RewardSum())),
     "check_env_specs": lambda make: check_env_specs(GymWrapper(make())),
 }
 
