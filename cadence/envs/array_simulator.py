@@ -576,11 +576,19 @@ class SimulatorValuesStep:
     def _allocate(self) -> None:
         env = self.simulator.env
         self._arrays = arrays = StepArrays.allocate(env, self.simulator.observation_keys, self.CHUNK)
-        self._obs = {key: torch.from_numpy(array) for key, array in arrays.next_obs.items()}
-        self._reward = torch.from_numpy(arrays.reward).unsqueeze(-1)
-        self._terminated = torch.from_numpy(arrays.terminated).unsqueeze(-1)
-        self._truncated = torch.from_numpy(arrays.truncated).unsqueeze(-1)
+        # each row's views, made once per chunk (one unbind each, cheaper than indexing every step)
+        self._obs = {key: torch.from_numpy(array).unbind(0) for key, array in arrays.next_obs.items()}
+        self._reward = torch.from_numpy(arrays.reward).unsqueeze(-1).unbind(0)
+        self._terminated = torch.from_numpy(arrays.terminated).unsqueeze(-1).unbind(0)
+        self._truncated = torch.from_numpy(arrays.truncated).unsqueeze(-1).unbind(0)
         self._rows, self._t = self.CHUNK, 0
+
+    @staticmethod
+    def _write(target: np.ndarray, value: Any) -> None:
+        try:
+            target[...] = value  # a number, or an array of the batch's shape: as it comes
+        except ValueError:  # another layout of the same values ([n, 1] for [n], say)
+            target[...] = np.asarray(value).reshape(target.shape)
 
     def __call__(self, values: StepValues, checked: bool = False) -> StepValues:
         outer, simulator = self.outer, self.simulator
@@ -597,9 +605,10 @@ class SimulatorValuesStep:
             simulator.write_observation(arrays.next_obs, (t,), obs)
         except (ValueError, TypeError) as err:
             simulator.explain_error(obs, "step()", err)
-        arrays.reward[t] = np.asarray(reward).reshape(arrays.reward[t].shape)
-        arrays.terminated[t] = np.asarray(terminated).reshape(arrays.terminated[t].shape)
-        arrays.truncated[t] = np.asarray(truncated).reshape(arrays.truncated[t].shape)
+        write = self._write
+        write(arrays.reward[t:t + 1], reward)
+        write(arrays.terminated[t:t + 1], terminated)
+        write(arrays.truncated[t:t + 1], truncated)
         self._t = t + 1
         entries: dict[Any, torch.Tensor] = {key: view[t] for key, view in self._obs.items()}
         terminated_t, truncated_t = self._terminated[t], self._truncated[t]
