@@ -119,7 +119,7 @@ class ValuesRunner:
             step = loop.step(root, policy)
             recording.add(step.entries, step.next_entries)
             root = step.next_root
-            if step.done.any():
+            if step.done.any().item():
                 self.ids.renew(step.done.reshape(*batch_size, -1).any(-1))
                 root = loop.reset_done(root)
         self.root = root

@@ -581,6 +581,8 @@ class SimulatorValuesStep:
         self._reward = torch.from_numpy(arrays.reward).unsqueeze(-1).unbind(0)
         self._terminated = torch.from_numpy(arrays.terminated).unsqueeze(-1).unbind(0)
         self._truncated = torch.from_numpy(arrays.truncated).unsqueeze(-1).unbind(0)
+        self._done_array = np.zeros_like(arrays.terminated)
+        self._done = torch.from_numpy(self._done_array).unsqueeze(-1).unbind(0)
         self._rows, self._t = self.CHUNK, 0
 
     @staticmethod
@@ -609,11 +611,14 @@ class SimulatorValuesStep:
         write(arrays.reward[t:t + 1], reward)
         write(arrays.terminated[t:t + 1], terminated)
         write(arrays.truncated[t:t + 1], truncated)
+        if type(terminated) is bool and type(truncated) is bool:  # one env: no array op for "done"
+            self._done_array[t] = terminated or truncated
+        else:
+            np.logical_or(arrays.terminated[t:t + 1], arrays.truncated[t:t + 1], out=self._done_array[t:t + 1])
         self._t = t + 1
         entries: dict[Any, torch.Tensor] = {key: view[t] for key, view in self._obs.items()}
-        terminated_t, truncated_t = self._terminated[t], self._truncated[t]
-        entries.update(reward=self._reward[t], terminated=terminated_t, truncated=truncated_t,
-                       done=terminated_t | truncated_t)
+        entries.update(reward=self._reward[t], terminated=self._terminated[t], truncated=self._truncated[t],
+                       done=self._done[t])
         if self.transform_step is not None:
             entries = self.transform_step(values, entries)
         out = StepValues(entries, self._batch_size, self._device)
