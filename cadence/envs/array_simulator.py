@@ -46,7 +46,7 @@ import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from cadence.envs.step_values import StepValues
+from cadence.envs.step_values import StepValues, entry_key
 from cadence.envs.utils import SpecMismatchError
 
 if TYPE_CHECKING:  # pragma: no cover - type hints only (the env core builds on this module)
@@ -570,6 +570,8 @@ class SimulatorValuesStep:
         self.transform_step = transform_step
         self._batch_size, self._device = outer.batch_size, outer.device
         self._complete = outer._step_values_complete
+        # with these entries present, done completion and the reward check have nothing to do
+        self._required = frozenset(entry_key(key) for key in (*outer.reward_keys, *outer.done_keys))
         self._rows = 0  # steps left in the current chunk's arrays
         self._t = 0
 
@@ -622,7 +624,7 @@ class SimulatorValuesStep:
         if self.transform_step is not None:
             entries = self.transform_step(values, entries)
         out = StepValues(entries, self._batch_size, self._device)
-        if not self._complete:
+        if not self._complete and not self._required <= entries.keys():
             outer._complete_done(out)
             outer._check_rewards(out)
         return out
