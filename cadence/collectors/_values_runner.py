@@ -31,7 +31,7 @@ from tensordict.nn import TensorDictModuleBase
 
 from cadence.collectors._runners import TRAJ_KEY, TrajectoryIds
 from cadence.envs.common import EnvBase
-from cadence.envs.values_loop import ValuesLoop
+from cadence.envs.values_loop import ValuesLoop, any_done
 from cadence.modules.tensor_view import TensorStep
 
 __all__ = ["ValuesRunner", "tensordict_step"]
@@ -119,7 +119,7 @@ class ValuesRunner:
             step = loop.step(root, policy)
             recording.add(step.entries, step.next_entries)
             root = step.next_root
-            if step.done.any().item():
+            if any_done(step.done):
                 self.ids.renew(step.done.reshape(*batch_size, -1).any(-1))
                 root = loop.reset_done(root)
         self.root = root

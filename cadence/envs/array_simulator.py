@@ -603,7 +603,7 @@ class SimulatorValuesStep:
         t, arrays = self._t, self._arrays
         obs: Any = None
         try:  # costs nothing unless a write fails: then the observation is named
-            obs, reward, terminated, truncated = simulator.step(simulator.to_backend(values.get("action")))
+            obs, reward, terminated, truncated = simulator.step(simulator.to_backend(values.entries["action"]))
             if t == 0:
                 simulator.check_observation(obs, "step()")
             simulator.write_observation(arrays.next_obs, (t,), obs)

@@ -39,7 +39,7 @@ from cadence.envs.utils import action_in_spec_dtype
 if TYPE_CHECKING:  # pragma: no cover - type hints only (the env core imports this module)
     from cadence.envs.common import EnvBase
 
-__all__ = ["Recording", "ValuesLoop", "ValuesStep", "values_loop_applies"]
+__all__ = ["Recording", "ValuesLoop", "ValuesStep", "any_done", "values_loop_applies"]
 
 Entries = dict[str, torch.Tensor]
 TensorPolicy = Callable[[Entries], None]
@@ -67,6 +67,17 @@ def values_loop_applies(env: EnvBase) -> bool:
     if any(isinstance(leaf, NonTensor) for spec in specs for leaf in spec.values(True, True)):
         return False  # text, graphs...: kept as they come, they do not stack as tensors
     return "done" in env.full_done_spec.keys() and env.full_done_spec["done"].shape[: env.batch_dims] == env.batch_size
+
+
+def any_done(done: torch.Tensor) -> bool:
+    """Whether any entry of a done flag is set (one element read as a bool: the common
+    single env, without a reduction per step).
+
+    Examples:
+        >>> any_done(torch.tensor([False])), any_done(torch.tensor([[False], [True]]))
+        (False, True)
+    """
+    return bool(done) if done.numel() == 1 else bool(done.any())
 
 
 class ValuesStep(NamedTuple):
@@ -160,7 +171,7 @@ class ValuesLoop:
                 next_root[key] = value
         names = tensordict.names if tensordict.batch_dims else None
         next_td = TensorDict(next_root, batch_size=self._batch_size, device=tensordict.device, names=names)
-        if next_entries["done"].any():
+        if any_done(next_entries["done"]):
             next_td, _ = env._reset_done(next_td)
         return tensordict, next_td
 
