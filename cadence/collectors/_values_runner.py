@@ -23,56 +23,15 @@ Examples:
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 from tensordict import TensorDict, TensorDictBase
-from tensordict.nn import TensorDictModuleBase
 
 from cadence.collectors._runners import TRAJ_KEY, TrajectoryIds
 from cadence.envs.common import EnvBase
 from cadence.envs.values_loop import ValuesLoop, any_done
-from cadence.modules.tensor_view import TensorStep
+from cadence.modules.tensor_view import TensorStep, tensordict_step
 
 __all__ = ["ValuesRunner", "tensordict_step"]
-
-
-def tensordict_step(policy: Any, batch_size: torch.Size) -> TensorStep | None:
-    """A policy that does not compile to tensors (a ``ProbabilisticActor``, a user's own
-    exploration module...) as a step on the entries' dict: it is called on one TensorDict
-    of the step's entries, as the generic runner calls it, and what it writes goes back.
-
-    Only ``TensorDictModuleBase`` policies whose ``out_keys`` are top-level names (not
-    ``"next"``) qualify: what they write is known to be flat. ``None`` otherwise.
-
-    Examples:
-        >>> import torch
-        >>> from tensordict.nn import TensorDictModule
-        >>> step = tensordict_step(TensorDictModule(torch.nn.Linear(2, 1), ["obs"], ["action"]), torch.Size([]))
-        >>> values = {"obs": torch.zeros(2)}
-        >>> step(values)
-        >>> sorted(values)
-        ['action', 'obs']
-    """
-    if not isinstance(policy, TensorDictModuleBase):
-        return None
-    out_keys = list(policy.out_keys)
-    if not out_keys or not all(type(key) is str and key != "next" for key in out_keys):
-        return None
-
-    def step(values: dict[str, torch.Tensor]) -> None:
-        td = TensorDict(values, batch_size=batch_size)
-        out = policy(td)
-        out = td if out is None else out
-        for key, value in out.items():
-            if not isinstance(value, torch.Tensor):  # a nested entry: the dict holds flat entries only
-                raise TypeError(
-                    f"the policy {type(policy).__name__} wrote a nested entry {key!r}; the collector's step on "
-                    "plain tensors holds flat entries (pass fast_path=False to collect on TensorDicts)"
-                )
-            values[key] = value
-
-    return step
 
 
 class ValuesRunner:

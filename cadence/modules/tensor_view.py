@@ -32,7 +32,7 @@ import torch
 from tensordict import TensorDict
 from tensordict.nn import TensorDictModule, TensorDictModuleBase, TensorDictSequential
 
-__all__ = ["TensorStep", "compile_policy"]
+__all__ = ["TensorStep", "compile_policy", "tensordict_step"]
 
 Values = dict[str, torch.Tensor]
 TensorStep = Callable[[Values], None]
@@ -198,14 +198,27 @@ def _compile_gaussian(module: Any) -> TensorStep | None:
     return step
 
 
-def _on_tensordict(module: Any, batch_size: torch.Size) -> TensorStep | None:
-    """A member of a sequence that does not compile, called on one tensordict of the step's
-    entries, what it writes going back into the dict; ``None`` unless it is a hook-free
-    ``TensorDictModuleBase`` with top-level keys (what it writes is then known to be flat)."""
-    if not isinstance(module, TensorDictModuleBase) or not _plain_module(module):
+def tensordict_step(module: Any, batch_size: torch.Size | tuple[int, ...]) -> TensorStep | None:
+    """A module that does not compile to tensors (a ``ProbabilisticActor``, a
+    ``QValueModule``, a user's own exploration module...) as a step on the entries' dict:
+    it is called on one TensorDict of the step's entries, as a tensordict loop calls it,
+    and what it writes goes back into the dict.
+
+    Only ``TensorDictModuleBase`` modules whose ``out_keys`` are top-level names (not
+    ``"next"``) qualify: what they write is known to be flat. ``None`` otherwise.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict.nn import TensorDictModule
+        >>> step = tensordict_step(TensorDictModule(torch.nn.Linear(2, 1), ["obs"], ["action"]), torch.Size([]))
+        >>> values = {"obs": torch.zeros(2)}
+        >>> step(values)
+        >>> sorted(values)
+        ['action', 'obs']
+    """
+    if not isinstance(module, TensorDictModuleBase) or not _keys_are_plain(list(module.out_keys) or [None]):
         return None
-    if not (_keys_are_plain(list(module.in_keys)) and _keys_are_plain(list(module.out_keys))):
-        return None
+    batch_size = torch.Size(batch_size)
 
     def step(values: Values) -> None:
         td = TensorDict(values, batch_size=batch_size)
@@ -215,7 +228,7 @@ def _on_tensordict(module: Any, batch_size: torch.Size) -> TensorStep | None:
                 continue
             if not isinstance(value, torch.Tensor):  # a nested entry: the dict holds flat entries only
                 raise TypeError(
-                    f"the policy member {type(module).__name__} wrote a nested entry {key!r}; a step on plain "
+                    f"the policy module {type(module).__name__} wrote a nested entry {key!r}; a step on plain "
                     "tensors holds flat entries (pass fast_path=False to collect on TensorDicts)"
                 )
             values[key] = value
@@ -273,7 +286,7 @@ def compile_policy(policy: Any, batch_size: torch.Size | tuple[int, ...] = ()) -
             return None
         # members that do not compile (a QValueModule, a user's own module) run on one
         # tensordict of the step's entries; the others on tensors
-        steps = [compile_policy(module, batch_size) or _on_tensordict(module, batch_size) for module in policy.module]
+        steps = [compile_policy(module, batch_size) or tensordict_step(module, batch_size) for module in policy.module]
         if any(step is None for step in steps):
             return None
         runnable: list[TensorStep] = steps  # type: ignore[assignment]

@@ -25,7 +25,7 @@ Examples:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 import torch
@@ -88,7 +88,7 @@ class GymSimulator(ArraySimulator):
     def check_observation(self, obs: Any, where: str) -> None:
         check_observation(self.env, obs, where)
 
-    def explain_error(self, obs: Any, where: str, err: Exception) -> Any:
+    def explain_error(self, obs: Any, where: str, err: Exception) -> NoReturn:
         explain_observation_error(self.env, obs, where, err)
 
     def step_into(self, action: Any, t: int, arrays: StepArrays, limit: np.ndarray | None) -> np.ndarray | None:
