@@ -92,20 +92,28 @@ def watch_parent(parent_pid: int, direct_child: bool) -> None:
 def serve(obj: Any, conn: multiprocessing.connection.Connection) -> None:
     recv_bytes, send_bytes = conn.recv_bytes, conn.send_bytes
     loads, dumps = pickle.loads, pickle.dumps
+    # the hot path (a step on shared memory: no arguments, no result) unpickles and pickles nothing
+    bare_requests: dict[bytes, tuple[Any, tuple[Any, ...], dict[str, Any]]] = {}
+    none_reply = dumps(None, protocol=PROTOCOL)
     while True:
         try:
             message = recv_bytes()
         except (EOFError, OSError):  # the parent is gone
             return
         try:
-            method, args, kwargs = loads(message)
+            request = bare_requests.get(message)
+            if request is None:
+                request = loads(message)
+                if not request[1] and not request[2]:
+                    bare_requests[message] = request
+            method, args, kwargs = request
             if method is None:
                 return
             if method == GET_ATTR:
                 result = getattr(obj, args[0])
             else:
                 result = getattr(obj, method)(*args, **kwargs)
-            reply = dumps(result, protocol=PROTOCOL)
+            reply = none_reply if result is None else dumps(result, protocol=PROTOCOL)
         except Exception as err:  # SystemExit and the like end the worker, on purpose
             reply = dumps(RemoteError(err), protocol=PROTOCOL)
         try:

@@ -6,7 +6,10 @@ its own factory (an environment, usually) and then serves calls on it: the paren
 ``getattr(obj, method)(*args, **kwargs)`` and sends the result back.
 
 Protocol (one ``multiprocessing.Pipe`` per worker, every message pickled with
-``pickle.HIGHEST_PROTOCOL`` and sent with ``send_bytes``):
+``pickle.HIGHEST_PROTOCOL`` and sent with ``send_bytes``; an argument-free request, a
+``ParallelEnv`` step on shared memory say, is pickled once by the parent and unpickled
+once by the child, and a ``None`` reply is pickled once, so that the hot path pickles
+nothing):
 
 * parent -> child: ``(method, args, kwargs)``; ``method`` is a ``str``, the reserved name
   ``"__cadence_get_attr__"`` reads the attribute ``args[0]``, and ``method=None`` asks the
@@ -210,6 +213,7 @@ class WorkerPool:
         self._stale = [0] * n  # of those, replies of an interrupted call, to drop
         self._sent_methods: list[list[str]] = [[] for _ in range(n)]  # send() without recv()
         self._restarts = [0] * n
+        self._bare_messages: dict[str, bytes] = {}  # argument-free requests (a step), pickled once
         self._started = False
         self._closed = False
         self._ctx: Any = None  # the multiprocessing context, chosen at start
@@ -479,7 +483,11 @@ class WorkerPool:
         if type(method) is not str:
             raise TypeError(f"method must be the name of a method (a str), got {type(method).__name__}: {method!r}")
         indices = self._all if indices is None else self._check_indices(indices)
-        message = pickle.dumps((method, args, kwargs), protocol=PROTOCOL)
+        message = None if args or kwargs else self._bare_messages.get(method)
+        if message is None:
+            message = pickle.dumps((method, args, kwargs), protocol=PROTOCOL)
+            if not args and not kwargs:
+                self._bare_messages[method] = message
         conns, dead, pending = self._conns, self._dead, self._pending
         failures: dict[int, WorkerError] | None = None
         for i in indices:

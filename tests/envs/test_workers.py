@@ -496,3 +496,15 @@ def test_spawn_start_method_serves_calls():
             pool.call("pop", "missing")
         assert pool.call("get", "a") == [1]
         assert pool.start_method == "spawn"
+
+
+def test_an_argument_free_request_is_pickled_once() -> None:
+    from unittest import mock
+
+    import cadence.envs.workers as workers
+
+    with WorkerPool([lambda: "ab", lambda: "cd"]) as pool:
+        with mock.patch.object(workers.pickle, "dumps", wraps=workers.pickle.dumps) as dumps:
+            assert [pool.call("upper") for _ in range(5)] == [["AB", "CD"]] * 5
+            assert pool.call("center", 4, "*") == ["*ab*", "*cd*"]
+        assert dumps.call_count == 2  # "upper" once, "center" with its arguments once
