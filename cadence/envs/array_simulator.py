@@ -250,12 +250,6 @@ class ArraySimulator:
         (True, ('observation',))
     """
 
-    #: Whether stepping the simulator outside the env's ``step()`` leaves the env's own
-    #: bookkeeping right, so that a step on values may go through it
-    #: (:class:`SimulatorValuesStep`); a ``SerialEnv`` keeps each sub-env's last data, which
-    #: its simulators do not update.
-    steps_alone: bool = True
-
     def __init__(self, env: EnvBase, observation_keys: Sequence[str]) -> None:
         self.env = env
         self.observation_keys = tuple(observation_keys)
@@ -445,8 +439,6 @@ class SerialSimulators(ArraySimulator):
         3
     """
 
-    steps_alone = False  # the SerialEnv's own record of its sub-envs' data moves on with step() only
-
     def __init__(self, env: EnvBase, simulators: Sequence[ArraySimulator]) -> None:
         super().__init__(env, simulators[0].observation_keys)
         self.simulators = list(simulators)
@@ -534,7 +526,8 @@ class SimulatorValuesStep:
     transforms' entries steps on them. The values loop takes its steps through this where
     the env offers it (``EnvBase._values_stepper``); the results are ``_step_as_values``'s,
     entry for entry (the tests compare them). Resets stay the env's (``env.reset``), so
-    the simulator is stepped here and never reset.
+    the simulator is stepped here and never reset; the env whose simulator this is hears of
+    each step (``_stepped_on_arrays``: a ``SerialEnv`` keeps where its sub-envs stand).
 
     A simulator off its declared observation space is named as on the other array paths:
     a failed write is translated, and the first step of each chunk checks what numpy would
@@ -570,6 +563,7 @@ class SimulatorValuesStep:
         self.transform_step = transform_step
         self._batch_size, self._device = outer.batch_size, outer.device
         self._complete = outer._step_values_complete
+        self._stepped = simulator.env._stepped_on_arrays  # an env that keeps a record of where it stands
         # with these entries present, done completion and the reward check have nothing to do
         self._required = frozenset(entry_key(key) for key in (*outer.reward_keys, *outer.done_keys))
         self._rows = 0  # steps left in the current chunk's arrays
@@ -621,6 +615,7 @@ class SimulatorValuesStep:
         entries: dict[Any, torch.Tensor] = {key: view[t] for key, view in self._obs.items()}
         entries.update(reward=self._reward[t], terminated=self._terminated[t], truncated=self._truncated[t],
                        done=self._done[t])
+        self._stepped(entries)
         if self.transform_step is not None:
             entries = self.transform_step(values, entries)
         out = StepValues(entries, self._batch_size, self._device)

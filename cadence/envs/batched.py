@@ -26,7 +26,7 @@ from typing import Any
 
 import cloudpickle
 import torch
-from tensordict import TensorDictBase
+from tensordict import TensorDict, TensorDictBase
 
 from cadence.envs.common import EnvBase, EnvMetaData
 from cadence.envs.seeding import validate_seed
@@ -309,6 +309,8 @@ class SerialEnv(BatchedEnvBase):
     def _start_workers(self) -> None:
         self._envs: list[EnvBase] = [creator() for creator in self.create_env_fn]
         self._current: list[TensorDictBase | StepValues | None] = [None] * self.num_workers
+        # after steps through the simulators: the last step's entries, batched, read only by a reset
+        self._current_entries: dict[Any, torch.Tensor] | None = None
 
     def _call_workers(self, name: str, *args: Any, **kwargs: Any) -> list[Any]:
         self.start()
@@ -331,6 +333,8 @@ class SerialEnv(BatchedEnvBase):
             sub = None if tensordict is None else tensordict[i]
             if sub is not None and not self._selected(sub):
                 # not reset: its current data stands (the outer mask keeps it anyway)
+                if self._current_entries is not None:  # where the last step through the simulators left it
+                    self._current[i] = self._row_of_entries(i)
                 current = self._current[i]
                 if current is None:
                     raise RuntimeError(f"SerialEnv: sub-env {i} was asked to keep its data before any reset.")
@@ -341,7 +345,20 @@ class SerialEnv(BatchedEnvBase):
             out = env.reset(sub, **kwargs)
             self._current[i] = out
             outputs.append(out)
+        self._current_entries = None
         return torch.stack(outputs, 0)
+
+    def _row_of_entries(self, index: int) -> TensorDictBase:
+        """Sub-env ``index``'s data from the last step through the simulators (rewards left out)."""
+        assert self._current_entries is not None
+        rewards = set(self.reward_keys)
+        row = {key: value[index] for key, value in self._current_entries.items() if key not in rewards}
+        return TensorDict(row, batch_size=self._envs[index].batch_size, device=self._envs[index].device)
+
+    def _stepped_on_arrays(self, entries: dict[Any, torch.Tensor]) -> None:
+        # kept as they are now (the transforms go on to change the dict), split by sub-env
+        # only if a partial reset needs it
+        self._current_entries = dict(entries)
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         self.start()
@@ -352,6 +369,7 @@ class SerialEnv(BatchedEnvBase):
             result = sub.get("next")
             results.append(result)
             self._current[i] = result.exclude(*reward_keys)
+        self._current_entries = None
         return torch.stack(results, 0)
 
     def _values_step_applies(self) -> bool:
@@ -373,6 +391,7 @@ class SerialEnv(BatchedEnvBase):
             result = env._step_as_values(row)
             results.append(result.entries)
             self._current[i] = result.exclude(*reward_keys)  # a TensorDict only if a reset needs it
+        self._current_entries = None
         stacked = {key: torch.stack([result[key] for result in results], 0) for key in results[0]}
         return StepValues(stacked, self.batch_size, self.device)
 
@@ -392,6 +411,7 @@ class SerialEnv(BatchedEnvBase):
         """The sub-envs moved on outside step()/reset(): each now stands at its last "next" data."""
         last = data[..., -1].get("next").exclude(*self.reward_keys)
         self._current = list(last.unbind(0))
+        self._current_entries = None
 
     def _fast_rollout(self, max_steps: int, **kwargs: Any) -> TensorDictBase | None:
         data = super()._fast_rollout(max_steps, **kwargs)  # on the sub-envs' array simulators, where they have them

@@ -368,9 +368,15 @@ class EnvBase(EnvSpecs, EnvRollouts, torch.nn.Module):
         from cadence.envs.array_simulator import SimulatorValuesStep, arrays_fit  # it builds on this module
 
         simulator = self._array_simulator() if self._values_step_applies() else None
-        if simulator is None or not simulator.steps_alone or not arrays_fit(self):
+        if simulator is None or not arrays_fit(self):
             return self._step_as_values
         return SimulatorValuesStep(self, simulator)
+
+    def _stepped_on_arrays(self, entries: dict[Any, torch.Tensor]) -> None:
+        """The env was stepped through its array simulator, outside ``step()``, with these
+        results (the step's entries, rewards included; the caller goes on to change the dict,
+        so copy what you keep). An env that keeps a record of where it stands updates it
+        here; the default keeps none."""
 
     #: Whether :meth:`_step_values` always writes the reward and every done flag (the
     #: stock gym-like readers do), so that :meth:`_step_as_values` need not look for them.

@@ -157,7 +157,7 @@ def test_envs_without_a_simulator_keep_the_generic_paths() -> None:
     assert SerialEnv(2, CountingEnv)._array_simulator() is None
 
 
-def test_the_values_loop_steps_through_the_simulator_where_it_steps_alone() -> None:
+def test_the_values_loop_steps_through_the_simulator_where_there_is_one() -> None:
     from cadence.envs import Compose, RewardSum
     from cadence.envs.array_simulator import SimulatorValuesStep
     from tests.fakes import GenericPathGymEnv
@@ -165,8 +165,8 @@ def test_the_values_loop_steps_through_the_simulator_where_it_steps_alone() -> N
     assert isinstance(GymEnv("Pendulum-v1")._values_stepper(), SimulatorValuesStep)
     chain = TransformedEnv(GymEnv("CartPole-v1", num_envs=2), Compose(StepCounter(30), RewardSum()))
     assert isinstance(chain._values_stepper(), SimulatorValuesStep)
-    serial = SerialEnv(2, lambda: GymEnv("Pendulum-v1"))  # its record of the sub-envs moves on with step()
-    assert serial._values_stepper() == serial._step_as_values
+    serial = TransformedEnv(SerialEnv(2, lambda: GymEnv("Pendulum-v1")), RewardSum())
+    assert isinstance(serial._values_stepper(), SimulatorValuesStep)  # the SerialEnv hears of each step
     generic = GenericPathGymEnv("Pendulum-v1")  # a reader of its own: no simulator
     assert generic._values_stepper() == generic._step_as_values
 
