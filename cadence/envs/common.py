@@ -362,8 +362,8 @@ class EnvBase(EnvSpecs, EnvRollouts, torch.nn.Module):
         return values
 
     def _values_stepper(self) -> Callable[..., StepValues]:
-        """What takes the values loop's steps: :meth:`_step_as_values`, or, where the env's
-        array simulator steps alone, the same step through it
+        """What takes the values loop's steps: :meth:`_step_as_values`, or, where the env
+        steps on values and has an array simulator, the same step through it
         (:class:`~cadence.envs.array_simulator.SimulatorValuesStep`: no readers)."""
         from cadence.envs.array_simulator import SimulatorValuesStep, arrays_fit  # it builds on this module
 
