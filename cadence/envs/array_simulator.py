@@ -232,9 +232,10 @@ class StepArrays:
 class ArraySimulator:
     """A batch of simulators stepped into numpy arrays (the protocol; see the module).
 
-    A backend subclasses it and implements :meth:`to_backend`, :meth:`reset_all`,
-    :meth:`step`, :meth:`reset_done` and :meth:`write_observation`; it may override
-    :meth:`step_into` and :meth:`rollout` to be faster. The arrays it writes hold one
+    A backend subclasses it and defines ``to_backend``, ``reset_all``, ``step``,
+    ``reset_done`` and ``write_observation`` (:attr:`PROTOCOL`; a subclass missing one is
+    refused when it is created); it may override :meth:`step_into` and :meth:`rollout` to
+    be faster. The arrays it writes hold one
     entry per observation key, shaped as the env's specs (batch dims first); rewards
     and flags are shaped like the batch (the specs' trailing ``1`` left out).
 
@@ -255,27 +256,36 @@ class ArraySimulator:
         self.observation_keys = tuple(observation_keys)
 
     # ------------------------------------------------------------------ what a backend implements
-    def to_backend(self, action: torch.Tensor) -> Any:
-        """The batch's action (one ``"action"`` tensor, or its time-first stack) in the backend's format."""
-        raise NotImplementedError(f"{type(self).__name__} must implement to_backend()")
+    #: The methods a subclass defines (checked when the subclass is created):
+    #:
+    #: - ``to_backend(action)``: the batch's action (one ``"action"`` tensor, or its
+    #:   time-first stack) in the backend's format;
+    #: - ``reset_all()``: resets every simulator (with the seeds ``set_seed`` gave) and
+    #:   returns the raw observation;
+    #: - ``step(action)``: one step of every simulator, no reset: the raw observation and
+    #:   the reward, termination and truncation, batched (plain numbers for an env with no
+    #:   batch dims);
+    #: - ``reset_done(done, obs)``: resets the simulators ``done`` (shaped like the batch)
+    #:   selects and returns the batch's raw observation (``obs`` where nothing was reset);
+    #: - ``write_observation(targets, index, obs)``: writes the raw observation into
+    #:   ``targets[key][index]`` for each entry.
+    PROTOCOL = ("to_backend", "reset_all", "step", "reset_done", "write_observation")
 
-    def reset_all(self) -> Any:
-        """Resets every simulator (with the seeds ``set_seed`` gave); returns the raw observation."""
-        raise NotImplementedError(f"{type(self).__name__} must implement reset_all()")
+    if TYPE_CHECKING:  # their signatures, for type checkers; a subclass defines them
+        def to_backend(self, action: torch.Tensor) -> Any: ...
+        def reset_all(self) -> Any: ...
+        def step(self, action: Any) -> tuple[Any, Any, Any, Any]: ...
+        def reset_done(self, done: np.ndarray, obs: Any) -> Any: ...
+        def write_observation(self, targets: dict[str, np.ndarray], index: tuple[Any, ...], obs: Any) -> None: ...
 
-    def step(self, action: Any) -> tuple[Any, Any, Any, Any]:
-        """One step of every simulator, no reset: the raw observation and the reward,
-        termination and truncation, batched (plain numbers for an env with no batch dims)."""
-        raise NotImplementedError(f"{type(self).__name__} must implement step()")
-
-    def reset_done(self, done: np.ndarray, obs: Any) -> Any:
-        """Resets the simulators ``done`` (shaped like the batch) selects; returns the
-        batch's raw observation, ``obs`` where nothing was reset."""
-        raise NotImplementedError(f"{type(self).__name__} must implement reset_done()")
-
-    def write_observation(self, targets: dict[str, np.ndarray], index: tuple[Any, ...], obs: Any) -> None:
-        """Writes the raw observation ``obs`` into ``targets[key][index]`` for each entry."""
-        raise NotImplementedError(f"{type(self).__name__} must implement write_observation()")
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        missing = [name for name in cls.PROTOCOL if not callable(getattr(cls, name, None))]
+        if missing:
+            raise TypeError(
+                f"{cls.__name__} implements the array protocol but does not define {missing} "
+                f"(an ArraySimulator defines {list(cls.PROTOCOL)}; see cadence.envs.array_simulator)"
+            )
 
     # ------------------------------------------------------------------ checks
     def entries(self, obs: Any) -> dict[str, Any]:

@@ -194,3 +194,16 @@ def test_the_simulator_step_gives_step_as_values_across_chunks() -> None:
         slow_root = slow_env._step_mdp(slow_root.clone().set("action", action).set("next", slow.to_tensordict()))
         fast_root, _ = fast_env._reset_done(fast_root)
         slow_root, _ = slow_env._reset_done(slow_root)
+
+
+def test_a_simulator_missing_a_protocol_method_is_refused_when_defined() -> None:
+    with pytest.raises(TypeError, match=r"Half .*does not define \['reset_done', 'write_observation'\]"):
+        class Half(ArraySimulator):
+            def to_backend(self, action: torch.Tensor) -> Any:
+                return action.numpy()
+
+            def reset_all(self) -> Any:
+                return None
+
+            def step(self, action: Any) -> tuple[Any, Any, Any, Any]:
+                return None, 0.0, False, False
