@@ -288,6 +288,34 @@ def time_collector(collector: Any, batches: int) -> float:
 # rows 1 and 2: the plain Pendulum loop, with or without storage
 
 
+class StepStorage:
+    """What a plain collector loop keeps: each step's observation, action, reward and done
+    written into preallocated tensors of ``FRAMES_PER_BATCH`` rows (a new set per batch)."""
+
+    def __init__(self, observation_size: int, action_size: int) -> None:
+        self.sizes = (observation_size, action_size)
+        self.row = FRAMES_PER_BATCH
+
+    def _allocate(self) -> None:
+        import torch
+
+        self.observation = torch.empty(FRAMES_PER_BATCH, self.sizes[0])
+        self.action = torch.empty(FRAMES_PER_BATCH, self.sizes[1])
+        self.reward = torch.empty(FRAMES_PER_BATCH, 1)
+        self.done = torch.empty(FRAMES_PER_BATCH, 1, dtype=torch.bool)
+        self.row = 0
+
+    def add(self, observation: Any, action: Any, reward: float, done: bool) -> None:
+        if self.row == FRAMES_PER_BATCH:
+            self._allocate()
+        row = self.row
+        self.observation[row] = observation
+        self.action[row] = action
+        self.reward[row] = reward
+        self.done[row] = done
+        self.row = row + 1
+
+
 def plain_pendulum(steps: int, seed: int, store: bool) -> float:
     """The tutorial's work by hand (gymnasium + torch): frames/s over ``steps`` timed steps.
 
@@ -302,28 +330,19 @@ def plain_pendulum(steps: int, seed: int, store: bool) -> float:
     loc, scale = torch.zeros(3), torch.ones(3)
     state: dict[str, Any] = {"obs": env.reset(seed=seed)[0], "count": 0, "ret": 0.0}
 
+    storage = StepStorage(3, 1) if store else None
+
     def run(n: int) -> None:
         obs, count, ret = state["obs"], state["count"], state["ret"]
-        row = FRAMES_PER_BATCH
         for _ in range(n):
-            if store and row == FRAMES_PER_BATCH:
-                buf_obs = torch.empty(FRAMES_PER_BATCH, 3)
-                buf_action = torch.empty(FRAMES_PER_BATCH, 1)
-                buf_reward = torch.empty(FRAMES_PER_BATCH, 1)
-                buf_done = torch.empty(FRAMES_PER_BATCH, 1, dtype=torch.bool)
-                row = 0
             observation = (torch.from_numpy(obs).to(torch.float32) - loc) / scale
             action = mlp(observation).clamp(-2.0, 2.0)
             obs, reward, terminated, truncated, _ = env.step(action.numpy())
             count += 1
             ret += float(reward)
             done = terminated or truncated or count >= MAX_STEPS
-            if store:
-                buf_obs[row] = observation
-                buf_action[row] = action
-                buf_reward[row] = float(reward)
-                buf_done[row] = done
-                row += 1
+            if storage is not None:
+                storage.add(observation, action, float(reward), done)
             if done:
                 obs, _ = env.reset()
                 count, ret = 0, 0.0
@@ -426,19 +445,14 @@ def plain_dmc(steps: int, seed: int, with_policy: bool) -> float:
     mlp = make_mlp(17, 6, seed) if with_policy else None
     state: dict[str, Any] = {"time_step": env.reset()}
 
+    storage = StepStorage(17, 6) if with_policy else None  # the collector's storage, as row 1's plain loop keeps it
+
     def run(n: int) -> None:
         time_step = state["time_step"]
-        row = FRAMES_PER_BATCH
         for _ in range(n):
             if mlp is None:
                 action = rng.uniform(low, high)
             else:
-                if row == FRAMES_PER_BATCH:  # the collector's storage, as row 1's plain loop keeps it
-                    buf_obs = torch.empty(FRAMES_PER_BATCH, 17)
-                    buf_action = torch.empty(FRAMES_PER_BATCH, 6)
-                    buf_reward = torch.empty(FRAMES_PER_BATCH, 1)
-                    buf_done = torch.empty(FRAMES_PER_BATCH, 1, dtype=torch.bool)
-                    row = 0
                 observation = time_step.observation
                 vector = torch.from_numpy(
                     np.concatenate([observation["position"], observation["velocity"]])
@@ -446,12 +460,8 @@ def plain_dmc(steps: int, seed: int, with_policy: bool) -> float:
                 action_t = mlp(vector)
                 action = action_t.numpy()
             time_step = env.step(action)
-            if mlp is not None:
-                buf_obs[row] = vector
-                buf_action[row] = action_t
-                buf_reward[row] = time_step.reward
-                buf_done[row] = time_step.last()
-                row += 1
+            if storage is not None:
+                storage.add(vector, action_t, time_step.reward, time_step.last())
             if time_step.last():
                 time_step = env.reset()
         state["time_step"] = time_step
