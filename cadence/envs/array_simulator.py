@@ -386,29 +386,30 @@ class ArraySimulator:
         if policy is None:
             assert actions is not None
             backend_actions = self.to_backend(actions)
-            steps = self._run(max_steps, break_when_any_done, arrays, lambda t, data: backend_actions[t])
+            steps = self._run(max_steps, break_when_any_done, arrays, lambda t: backend_actions[t])
             return assemble_rollout(env, arrays, steps, actions[:steps], None, set_truncated)
         recorded: list[TensorDictBase] = []
         roots = {key: torch.from_numpy(array) for key, array in arrays.root_obs.items()}
         flags = torch.zeros((*env.batch_size, 1), dtype=torch.bool)
-        state: dict[str, Any] = {"carried": {}}
+        carried: dict[str, Any] = {}
 
-        def act(t: int, _: Any) -> Any:
-            entries = {**state["carried"], **{key: root[t] for key, root in roots.items()}}
+        def act(t: int) -> Any:
+            nonlocal carried
+            entries = {**carried, **{key: root[t] for key, root in roots.items()}}
             entries.update(done=flags, terminated=flags, truncated=flags)
             data = TensorDict(entries, batch_size=env.batch_size, device=env.device)
             returned = policy(data)
             data = data if returned is None else returned
             env._check_step_input(data)
             recorded.append(data)
-            state["carried"] = carried_entries(data, self.observation_keys)
+            carried = carried_entries(data, self.observation_keys)
             return self.to_backend(data.get("action"))
 
         steps = self._run(max_steps, break_when_any_done, arrays, act)
         return assemble_rollout(env, arrays, steps, None, env._stack_steps(recorded, contiguous=True), set_truncated)
 
     def _run(
-        self, max_steps: int, break_when_any_done: bool, arrays: StepArrays, act: Callable[[int, Any], Any]
+        self, max_steps: int, break_when_any_done: bool, arrays: StepArrays, act: Callable[[int], Any]
     ) -> int:
         """Steps until ``max_steps`` or, if asked, the first done step; returns the steps taken.
         With ``break_when_any_done`` the done simulators are not reset (as the generic loop)."""
@@ -416,7 +417,7 @@ class ArraySimulator:
             if break_when_any_done:
                 obs: Any = None
                 try:
-                    obs, reward, terminated, truncated = self.step(act(t, None))
+                    obs, reward, terminated, truncated = self.step(act(t))
                     if t == 0:
                         self.check_observation(obs, "step()")
                     self.write_observation(arrays.next_obs, (t,), obs)
@@ -429,7 +430,7 @@ class ArraySimulator:
                 if (arrays.terminated[t] | arrays.truncated[t]).any():
                     return t + 1
             else:
-                self.step_into(act(t, None), t, arrays, None)
+                self.step_into(act(t), t, arrays, None)
         return max_steps
 
 
