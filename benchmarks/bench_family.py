@@ -70,6 +70,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_pipeline import (  # noqa: E402  (row 1's pieces, reused as they are)
     FRAMES_PER_BATCH,
     MAX_STEPS,
+    _cell,
+    _ratio,
     cadence_chain_env,
     cadence_pendulum_policy,
     make_mlp,
@@ -316,17 +318,6 @@ def reference_collect(python: str, variant: str, batches: int, seed: int, notes:
         if note not in notes:
             notes.append(note)
     return float(report["frames_per_s"])
-
-
-# ---------------------------------------------------------------------------------------------
-
-
-def _cell(value: float | None) -> str:
-    return f"{value:,.0f}" if value is not None else "skipped"
-
-
-def _ratio(numerator: float | None, denominator: float | None) -> str:
-    return f"{numerator / denominator:.2f}x" if numerator is not None and denominator else "-"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,8 +3,9 @@ step on values (see :mod:`cadence.envs.step_values`).
 
 :class:`ValuesLoop` takes one step from a dict of the input's entries: it writes the
 action (a compiled policy's, or random ones drawn as ``rand_action`` draws them), steps
-the env as :class:`~cadence.envs.step_values.StepValues` (``EnvBase._step_as_values``),
-and makes the next input by moving entries between dicts (``step_mdp``'s rule: the
+the env as :class:`~cadence.envs.step_values.StepValues` (``EnvBase._step_as_values``,
+or the same step through the env's array simulator where it has one:
+``EnvBase._values_stepper``), and makes the next input by moving entries between dicts (``step_mdp``'s rule: the
 action and the rewards stay behind). Resets (rare) go through the env's own
 ``_reset_done`` on a TensorDict. A :class:`Recording` stacks the steps' entries (in
 chunks) and :meth:`ValuesLoop.assemble` lays them out as the generic loop's data.
