@@ -38,6 +38,28 @@ CLOSE_MESSAGE = pickle.dumps((None, (), {}), protocol=PROTOCOL)
 # an orphaned worker gives its own shutdown (on the pipe's end-of-file) before it exits hard.
 ORPHAN_CHECK_S = 1.0
 ORPHAN_GRACE_S = 2.0
+# gives the CPU to another runnable process between two polls of a busy wait
+_yield_cpu: Callable[[], None] = getattr(os, "sched_yield", lambda: time.sleep(0))
+
+
+def poll_briefly(conn: multiprocessing.connection.Connection, seconds: float) -> None:
+    """Returns once ``conn`` has something to read, or after ``seconds``: polls it, giving
+    the CPU away between polls. A message that comes within that time is then read without
+    the wake-up of a sleeping process (tens of microseconds, more where the process slept
+    longer); the CPU it costs is what other runnable processes do not take.
+
+    Examples:
+        >>> import multiprocessing
+        >>> a, b = multiprocessing.Pipe()
+        >>> b.send_bytes(b"x")
+        >>> poll_briefly(a, 0.001)
+        >>> a.recv_bytes()
+        b'x'
+    """
+    poll, clock = conn.poll, time.perf_counter
+    end = clock() + seconds
+    while not poll(0) and clock() < end:
+        _yield_cpu()
 
 
 # ---------------------------------------------------------------------------------------
@@ -89,13 +111,15 @@ def watch_parent(parent_pid: int, direct_child: bool) -> None:
     os._exit(1)
 
 
-def serve(obj: Any, conn: multiprocessing.connection.Connection) -> None:
+def serve(obj: Any, conn: multiprocessing.connection.Connection, busy_wait: float = 0.0) -> None:
     recv_bytes, send_bytes = conn.recv_bytes, conn.send_bytes
     loads, dumps = pickle.loads, pickle.dumps
     # the hot path (a step on shared memory: no arguments, no result) unpickles and pickles nothing
     bare_requests: dict[bytes, tuple[Any, tuple[Any, ...], dict[str, Any]]] = {}
     none_reply = dumps(None, protocol=PROTOCOL)
     while True:
+        if busy_wait:  # the next request of a step loop comes soon: no sleep before it
+            poll_briefly(conn, busy_wait)
         try:
             message = recv_bytes()
         except (EOFError, OSError):  # the parent is gone
@@ -129,6 +153,8 @@ def worker_main(
     parent_pid: int,
     filter_warnings: bool,
     direct_child: bool = True,
+    busy_wait: float = 0.0,
+    threads: int = 1,
 ) -> None:
     # Ctrl-C reaches every process of the terminal's group; the parent alone handles it
     # (it closes the pool).
@@ -141,8 +167,9 @@ def worker_main(
                 other.close()
     LIVE_STATES.clear()
     # N workers with a full thread pool each would oversubscribe the cores; one thread
-    # also keeps the child off the parent's OpenMP pool, which does not survive fork.
-    torch.set_num_threads(1)
+    # (the default) also keeps the child off the parent's OpenMP pool, which does not
+    # survive fork.
+    torch.set_num_threads(threads)
     if filter_warnings:
         warnings.simplefilter("ignore")
     threading.Thread(
@@ -157,7 +184,7 @@ def worker_main(
     obj_close = getattr(obj, "close", None)
     try:
         conn.send_bytes(pickle.dumps(None, protocol=PROTOCOL))
-        serve(obj, conn)
+        serve(obj, conn, busy_wait)
     except OSError:  # the parent is gone before the ready message
         pass
     finally:

@@ -205,6 +205,15 @@ class ParallelEnv(BatchedEnvBase):
         serial_for_single: with one worker, keep its env in this process (as a
             ``SerialEnv`` of one would: same batch size and data, no process, no
             message per step); more workers are unaffected.
+        num_threads: ``torch.set_num_threads`` in this process when the workers start
+            (``None``: the threads it had less one per worker, at least one), so that
+            its own threads leave the workers their cores; the count it had comes back
+            at :meth:`close` (unless changed since).
+        num_sub_threads: ``torch.set_num_threads`` in each worker.
+        busy_wait: seconds that each worker, after a reply, and this process, before
+            one, poll their pipe before they sleep on it (see ``WorkerPool``): a step loop
+            then wakes no sleeping process. ``0`` sleeps at once (for machines with fewer
+            free cores than workers, where polling takes time from the others).
 
     Examples:
         >>> from cadence.envs import GymEnv, ParallelEnv
@@ -228,8 +237,18 @@ class ParallelEnv(BatchedEnvBase):
         start_method: str | None = None,
         pin_memory: bool = False,
         serial_for_single: bool = False,
+        num_threads: int | None = None,
+        num_sub_threads: int = 1,
+        busy_wait: float = 5e-4,
     ) -> None:
         super().__init__(num_workers, create_env_fn, create_env_kwargs, device=device)
+        if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int)
+                                        or num_threads < 1):
+            raise ValueError(f"num_threads must be None or an int >= 1, got {num_threads!r}")
+        self.num_threads = num_threads
+        self.num_sub_threads = num_sub_threads
+        self.busy_wait = busy_wait
+        self._threads_before: tuple[int, int] | None = None  # (count before start, count set)
         self.serial_for_single = serial_for_single
         # one worker kept in this process: a SerialEnv of one does the work
         self._in_process = (
@@ -275,9 +294,25 @@ class ParallelEnv(BatchedEnvBase):
             for index, creator in enumerate(self.create_env_fn)
         ]
         self._pool = WorkerPool(
-            factories, timeout=self.timeout, start_method=self.start_method, name=type(self).__name__
+            factories,
+            timeout=self.timeout,
+            start_method=self.start_method,
+            name=type(self).__name__,
+            busy_wait=self.busy_wait,
+            worker_threads=self.num_sub_threads,
         )
-        self._pool.start()
+        # an idle intra-op thread of this process spins on a core for a while after each
+        # op (OpenMP): with the workers on the other cores, it takes theirs
+        before = torch.get_num_threads()
+        threads = self.num_threads if self.num_threads is not None else max(1, before - self.num_workers)
+        torch.set_num_threads(threads)
+        self._threads_before = (before, threads)
+        try:
+            self._pool.start()
+        except BaseException:
+            torch.set_num_threads(before)
+            self._threads_before = None
+            raise
         self._fast_workers = all(self._pool.get_attr("fast"))
 
     @property
@@ -576,6 +611,11 @@ class ParallelEnv(BatchedEnvBase):
             self._pool.close()
         if self._in_process is not None:
             self._in_process.close()
+        if self._threads_before is not None:
+            before, threads = self._threads_before
+            if torch.get_num_threads() == threads:  # nobody changed it since
+                torch.set_num_threads(before)
+            self._threads_before = None
         super().close()
 
 

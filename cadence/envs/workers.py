@@ -57,6 +57,7 @@ from cadence.envs._worker_process import (
     PoolState,
     STALE,
     describe_exit,
+    poll_briefly,
     shutdown,
     worker_main,
 )
@@ -134,7 +135,7 @@ class WorkerPool:
     memory in the child.
 
     In the child: SIGINT is ignored (the parent handles Ctrl-C and closes the pool),
-    ``torch.set_num_threads(1)``, and all warnings are filtered unless
+    ``torch.set_num_threads(worker_threads)``, and all warnings are filtered unless
     ``cadence.filter_warnings_subprocess`` is ``False`` when the pool starts. When a worker
     exits normally (close, or its parent is gone) its object's ``close()`` is called, if
     it has one.
@@ -156,10 +157,16 @@ class WorkerPool:
             :func:`default_start_method` at start.
         name: names the pool in messages (``"worker 1 of 'name'"``) and its processes
             (``"{name}-{index}"``).
+        busy_wait: seconds that a worker, after each reply, and the parent, before each
+            reply, poll the pipe (giving the CPU away between polls) before they sleep on
+            it: for calls that follow each other closely (a step loop), where waking a
+            sleeping process costs more than the call. ``0`` sleeps at once.
+        worker_threads: ``torch.set_num_threads`` in each worker.
 
     Raises:
-        ValueError: if ``factories`` is empty, ``timeout`` is not positive, or
-            ``start_method`` is not available here.
+        ValueError: if ``factories`` is empty, ``timeout`` is not positive, ``busy_wait``
+            is negative, ``worker_threads`` is below 1, or ``start_method`` is not
+            available here.
         TypeError: if a factory is not callable.
 
     Examples:
@@ -185,6 +192,8 @@ class WorkerPool:
         timeout: float | None = 60.0,
         start_method: str | None = None,
         name: str = "worker",
+        busy_wait: float = 0.0,
+        worker_threads: int = 1,
     ) -> None:
         factories = list(factories)
         if not factories:
@@ -196,8 +205,14 @@ class WorkerPool:
             raise ValueError(
                 f"start_method must be one of {multiprocessing.get_all_start_methods()} or None, got {start_method!r}"
             )
+        if not busy_wait >= 0:
+            raise ValueError(f"busy_wait must be >= 0 seconds, got {busy_wait!r}")
+        if isinstance(worker_threads, bool) or not isinstance(worker_threads, int) or worker_threads < 1:
+            raise ValueError(f"worker_threads must be an int >= 1, got {worker_threads!r}")
         n = len(factories)
         self._factories = factories
+        self.busy_wait = float(busy_wait)
+        self._worker_threads = worker_threads
         self.timeout = timeout
         self._requested_method = start_method
         self._start_method: str | None = None
@@ -705,6 +720,8 @@ class WorkerPool:
                 os.getpid(),
                 self._filter_warnings,
                 self._start_method != "forkserver",  # a forkserver's children are the server's
+                self.busy_wait,
+                self._worker_threads,
             ),
             name=f"{self._name}-{i}",
             daemon=False,  # daemonic processes may not have children; the pool reaps its own
@@ -779,6 +796,8 @@ class WorkerPool:
 
     def _receive(self, i: int, method: str, deadline: float | None) -> Any:
         conn = self._conns[i]
+        if self.busy_wait:
+            poll_briefly(conn, self.busy_wait)
         poller = self._pollers[i]
         if poller is not None:
             ms = -1 if deadline is None else max(0, math.ceil((deadline - time.monotonic()) * 1000))

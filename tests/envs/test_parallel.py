@@ -76,6 +76,36 @@ def test_attribute_pass_through_as_in_the_seed():
         assert env.twice(5) == [10, 10]
 
 
+class ThreadsEnv(CountingEnv):
+    """Reports the torch threads of the process it runs in."""
+
+    def torch_threads(self) -> int:
+        return torch.get_num_threads()
+
+
+def test_threads_of_this_process_and_the_workers():
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(4)
+        env = ParallelEnv(2, ThreadsEnv)
+        assert torch.get_num_threads() == 4  # nothing changes before the workers start
+        env.start()
+        assert torch.get_num_threads() == 2  # the workers' cores left to them
+        assert env.torch_threads() == [1, 1]
+        env.close()
+        assert torch.get_num_threads() == 4  # given back
+        with ParallelEnv(2, ThreadsEnv, num_threads=3, num_sub_threads=2, busy_wait=0.0) as env:
+            env.start()
+            assert torch.get_num_threads() == 3
+            assert env.torch_threads() == [2, 2]
+            assert env.rollout(5).batch_size == torch.Size([2, 5])
+        assert torch.get_num_threads() == 4
+        with pytest.raises(ValueError, match="num_threads must be None or an int >= 1, got 0"):
+            ParallelEnv(2, ThreadsEnv, num_threads=0)
+    finally:
+        torch.set_num_threads(threads)
+
+
 def test_partial_reset_as_in_the_seed(cartpoles):
     cartpoles.set_seed(0)
     first = cartpoles.reset()

@@ -183,6 +183,29 @@ def test_child_runs_one_thread_ignores_sigint_and_filters_warnings(monkeypatch):
         assert pool.call("warns") == [1]
 
 
+def test_worker_threads_and_busy_wait_are_options():
+    with echo_pool(2, worker_threads=2, busy_wait=1e-3) as pool:
+        assert pool.call("settings") == [(2, True), (2, True)]
+        # calls in a row and calls after a pause (the workers sleep again) answer alike
+        assert [pool.call("ping") for _ in range(20)] == [[(0, n, (), {}), (1, n, (), {})] for n in range(1, 21)]
+        time.sleep(0.01)
+        assert pool.call("ping", 5) == [(0, 21, (5,), {}), (1, 21, (5,), {})]
+    with pytest.raises(ValueError, match="busy_wait must be >= 0 seconds, got -1"):
+        WorkerPool([Echo], busy_wait=-1)
+    with pytest.raises(ValueError, match="worker_threads must be an int >= 1, got 0"):
+        WorkerPool([Echo], worker_threads=0)
+
+
+def test_a_busy_waiting_pool_still_notices_a_dead_worker_and_times_out():
+    with echo_pool(2, timeout=1.0, busy_wait=0.05) as pool:
+        pool.call("ping")
+        os.kill(pool.pids[1], signal.SIGKILL)
+        begin = time.perf_counter()
+        with pytest.raises(WorkerDiedError, match="worker 1"):
+            pool.call("ping")
+        assert time.perf_counter() - begin < 0.9
+
+
 def test_child_can_use_torch_after_the_parent_used_its_thread_pool():
     big = torch.randn(512, 512)
     (big @ big).sum()

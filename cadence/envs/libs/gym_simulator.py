@@ -14,6 +14,12 @@ observation with the right number of elements but another shape is reshaped by t
 generic path; here it is accepted where numpy can write it as it is (``(1, 3)`` for
 ``(3,)``) and reported otherwise (a ``SpecMismatchError`` naming the key and both shapes).
 
+Gymnasium's own ``SyncVectorEnv`` (as ``GymEnv(name, num_envs=N)`` builds it) has its
+sub-envs stepped and reset one by one, into this simulator's arrays: its own step merges
+every sub-env's info and copies the batch (about an eighth of a step of four
+HalfCheetahs). The vector env's list of current observations is kept up to date, so that
+its own masked resets (the generic path) see where every sub-env stands.
+
 Examples:
     >>> from cadence.envs.libs.gym import GymEnv
     >>> env = GymEnv("CartPole-v1")
@@ -31,6 +37,7 @@ import numpy as np
 import torch
 from tensordict import TensorDictBase
 
+from cadence.envs.libs.gym_backend import gym_backend
 from cadence.envs.array_simulator import (
     ArraySimulator,
     StepArrays,
@@ -66,6 +73,14 @@ class GymSimulator(ArraySimulator):
         super().__init__(wrapper, ("observation",))
         self.wrapper = wrapper
         self.is_vector = wrapper.is_vector
+        self._sub_envs = _stock_sync_vector_envs(wrapper._env) if self.is_vector else None
+        if self._sub_envs is not None:
+            n = len(self._sub_envs)
+            space = wrapper._env.single_observation_space
+            self._obs = np.zeros((n, *space.shape), dtype=space.dtype)
+            self._reward = np.zeros(n, dtype=np.float64)
+            self._terminated = np.zeros(n, dtype=np.bool_)
+            self._truncated = np.zeros(n, dtype=np.bool_)
 
     def to_backend(self, action: torch.Tensor) -> Any:
         return self.wrapper._to_backend(action)
@@ -74,10 +89,30 @@ class GymSimulator(ArraySimulator):
         return self.wrapper._reset_backend()[0]
 
     def step(self, action: Any) -> tuple[Any, Any, Any, Any]:
+        if self._sub_envs is not None:
+            return self._step_sub_envs(action)
         obs, reward, terminated, truncated, _ = self.wrapper._env.step(action)
         return obs, reward, terminated, truncated
 
+    def _step_sub_envs(self, action: Any) -> tuple[Any, Any, Any, Any]:
+        """The vector env's step, sub-env by sub-env, into arrays reused at every step (the
+        callers copy them); its list of current observations follows."""
+        assert self._sub_envs is not None
+        obs, reward, terminated, truncated = self._obs, self._reward, self._terminated, self._truncated
+        current = self.wrapper._env._env_obs
+        for i, sub_env in enumerate(self._sub_envs):
+            current[i], reward[i], terminated[i], truncated[i], _ = sub_env.step(action[i])
+            obs[i] = current[i]
+        return obs, reward, terminated, truncated
+
     def reset_done(self, done: np.ndarray, obs: Any) -> Any:
+        if self._sub_envs is not None:
+            vector = self.wrapper._env
+            for i in np.flatnonzero(done):  # as the vector env's masked reset does, sub-env by sub-env
+                vector._env_obs[i], _ = self._sub_envs[i].reset(seed=None, options={})
+                vector._autoreset_envs[i] = False
+                obs[i] = vector._env_obs[i]
+            return obs
         if self.is_vector:
             return self.wrapper._env.reset(options={"reset_mask": done})[0]
         return self.wrapper._env.reset()[0]
@@ -170,3 +205,19 @@ class GymSimulator(ArraySimulator):
         for t, obs in reset_rows:
             root_obs[t] = obs
         return steps
+
+
+def _stock_sync_vector_envs(vector: Any) -> list[Any] | None:
+    """The sub-envs of gymnasium's own ``SyncVectorEnv`` without autoreset (not a subclass,
+    nor a vector wrapper: their step may do more), with the private state its masked reset
+    reads; ``None`` for any other vector env."""
+    try:
+        sync_vector_env = gym_backend("vector.SyncVectorEnv")
+    except (ModuleNotFoundError, AttributeError):
+        return None
+    if type(vector) is not sync_vector_env or not all(hasattr(vector, name) for name in ("_env_obs", "_autoreset_envs")):
+        return None
+    space = vector.single_observation_space
+    if not isinstance(getattr(space, "shape", None), tuple) or getattr(space, "dtype", None) is None:
+        return None
+    return list(vector.envs)

@@ -132,6 +132,32 @@ def test_fast_random_rollout_equals_the_generic_path(num_envs, break_when_any_do
     assert_same_rollout(fast, slow_env.rollout(120, replay, break_when_any_done=break_when_any_done))
 
 
+def test_fast_path_steps_the_sync_vector_envs_sub_envs_and_keeps_its_state():
+    # the step on values steps gymnasium's SyncVectorEnv sub-env by sub-env; the resets
+    # of the loop are the vector env's own masked ones, which read where each sub-env stands
+    fast_env = GymEnv("CartPole-v1", num_envs=3)
+    assert fast_env._array_simulator()._sub_envs is not None
+    slow_env = GenericPathGymEnv("CartPole-v1", num_envs=3)
+    generator = torch.Generator().manual_seed(0)
+    actions = [fast_env.full_action_spec["action"].rand(generator=generator) for _ in range(80)]
+    steps = []
+    for env in (fast_env, slow_env):
+        env.set_seed(3)
+        td, data = env.reset(), []
+        for action in actions:
+            out, td = env.step_and_maybe_reset(td.set("action", action))
+            data.append(out)
+        steps.append(torch.stack(data, 1))
+    assert_same_rollout(*steps)
+    done = steps[0]["next", "done"].squeeze(-1)
+    assert (done.any(0) & ~done.all(0)).any()  # some resets were partial
+    # a masked reset by hand: the rows not reset are where the loop left them
+    mask = TensorDict({"_reset": torch.tensor([[True], [False], [False]])}, batch_size=[3])
+    after = [env.reset(mask.clone())["observation"] for env in (fast_env, slow_env)]
+    assert torch.equal(after[0], after[1])
+    assert torch.equal(after[0][1:], td["observation"][1:])
+
+
 def _linear_policy() -> TensorDictModule:
     torch.manual_seed(0)  # the test's own weights
     linear = torch.nn.Linear(4, 2)
