@@ -1,6 +1,20 @@
-"""(Internal to ``workers.py``.) What runs in a worker process, and how worker processes are stopped: the child's
-serving loop, the message constants both sides share, and the shutdown used by
-``WorkerPool.close()``, garbage collection and interpreter exit.
+"""(Internal to ``workers.py``.) What runs in a worker process, and how worker processes are started and
+stopped: the child's serving loop, the message constants both sides share, the start of a
+child, and the shutdown used by ``WorkerPool.close()``, garbage collection and interpreter exit.
+
+Protocol (one ``multiprocessing.Pipe`` per worker, every message pickled with
+``pickle.HIGHEST_PROTOCOL`` and sent with ``send_bytes``; an argument-free request, a
+``ParallelEnv`` step on shared memory say, is pickled once by the parent and unpickled
+once by the child, and a ``None`` reply is pickled once, so that the hot path pickles
+nothing):
+
+* parent -> child: ``(method, args, kwargs)``; ``method`` is a ``str``, the reserved name
+  ``"__cadence_get_attr__"`` reads the attribute ``args[0]``, and ``method=None`` asks the
+  child to close its object and exit.
+* child -> parent: the bare result, or a ``RemoteError`` (the exception's type, message,
+  traceback text, and the exception itself when it pickles). One reply per request, in
+  order; right after the factory ran, the child sends one extra reply: ``None``, or the
+  factory's ``RemoteError``.
 
 Examples:
     >>> from cadence.envs._worker_process import describe_exit
@@ -19,6 +33,7 @@ import os
 import pickle
 import select
 import signal
+import sys
 import threading
 import time
 import warnings
@@ -38,6 +53,32 @@ CLOSE_MESSAGE = pickle.dumps((None, (), {}), protocol=PROTOCOL)
 # an orphaned worker gives its own shutdown (on the pipe's end-of-file) before it exits hard.
 ORPHAN_CHECK_S = 1.0
 ORPHAN_GRACE_S = 2.0
+def public_method_name(method: str) -> str:
+    """The name a user knows a request by (the reserved names stand for pool methods).
+
+    Examples:
+        >>> public_method_name(GET_ATTR), public_method_name("step")
+        ('get_attr', 'step')
+    """
+    return {GET_ATTR: "get_attr", FACTORY: "factory"}.get(method, method)
+
+
+def describe_method(method: str) -> str:
+    """A request, as error messages name it.
+
+    Examples:
+        >>> describe_method(FACTORY), describe_method("step")
+        ('its factory', "'step'")
+    """
+    if method == GET_ATTR:
+        return "get_attr"
+    if method == FACTORY:
+        return "its factory"
+    if method == STALE:
+        return "a call interrupted earlier"
+    return repr(method)
+
+
 # gives the CPU to another runnable process between two polls of a busy wait
 _yield_cpu: Callable[[], None] = getattr(os, "sched_yield", lambda: time.sleep(0))
 
@@ -193,6 +234,105 @@ def worker_main(
                 obj_close()
         finally:
             shutdown_all()  # pools that the object itself started
+
+
+# ---------------------------------------------------------------------------------------
+# Starting a child
+# ---------------------------------------------------------------------------------------
+
+
+def default_start_method() -> str:
+    """Returns the start method that :class:`WorkerPool` uses when it is given none.
+
+    ``"fork"`` on Linux: the seed tutorial's scripts build their environments at module
+    level with no ``if __name__ == "__main__":`` guard, which ``"spawn"`` and
+    ``"forkserver"`` need (they re-import the main script in every child), and a fork
+    starts in milliseconds without re-importing anything; closures work as factories.
+    ``"spawn"`` when CUDA is already initialised in this process (CUDA does not survive a
+    fork; a warning says so) and on other platforms, where fork is unsafe or missing.
+
+    Returns:
+        ``"fork"`` or ``"spawn"``.
+
+    Examples:
+        >>> default_start_method() in ("fork", "spawn")
+        True
+    """
+    if torch.cuda.is_initialized():
+        warnings.warn(
+            "CUDA is initialised in this process and does not survive fork(): the workers "
+            "use the 'spawn' start method, so their factories must be picklable and the main "
+            "script needs an `if __name__ == '__main__':` guard",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        return "spawn"
+    if sys.platform.startswith("linux"):
+        return "fork"
+    return "spawn"
+
+
+def start_worker(
+    ctx: Any,
+    child_conn: multiprocessing.connection.Connection,
+    index: int,
+    factory: Callable[[], Any],
+    *,
+    name: str,
+    filter_warnings: bool,
+    busy_wait: float,
+    threads: int,
+) -> Any:
+    """Starts the child that serves ``factory()``'s object on ``child_conn`` (closed here
+    once the child has its copy) and returns its process. Its first reply is the factory's
+    outcome (``None`` or a ``RemoteError``). The parent's end of the pipe must be in a
+    ``LIVE_STATES`` pool before the fork, so that the child closes its copy of it.
+
+    Args:
+        ctx: the multiprocessing context (its start method).
+        child_conn: the child's end of the worker's pipe.
+        index: the worker's index in its pool.
+        factory: builds the object, in the child.
+        name: the process's name.
+        filter_warnings: filter all warnings in the child.
+        busy_wait: seconds the child polls its pipe after each reply (see ``poll_briefly``).
+        threads: ``torch.set_num_threads`` in the child.
+
+    Raises:
+        Exception: whatever starting the process raised (under spawn, a factory that does
+            not pickle).
+
+    Examples:
+        >>> import multiprocessing
+        >>> ctx = multiprocessing.get_context("fork")
+        >>> conn, child_conn = ctx.Pipe()
+        >>> proc = start_worker(ctx, child_conn, 0, dict, name="demo", filter_warnings=True, busy_wait=0.0,
+        ...                     threads=1)
+        >>> conn.recv_bytes() == pickle.dumps(None, protocol=PROTOCOL)  # the factory ran
+        True
+        >>> conn.send_bytes(CLOSE_MESSAGE); proc.join(5); proc.exitcode
+        0
+    """
+    proc = ctx.Process(
+        target=worker_main,
+        args=(
+            index,
+            factory,
+            child_conn,
+            os.getpid(),
+            filter_warnings,
+            ctx.get_start_method() != "forkserver",  # a forkserver's children are the server's
+            busy_wait,
+            threads,
+        ),
+        name=name,
+        daemon=False,  # daemonic processes may not have children; the pool reaps its own
+    )
+    try:
+        proc.start()
+    finally:
+        child_conn.close()  # the child's copy alone must remain, so that its death shows
+    return proc
 
 
 # ---------------------------------------------------------------------------------------

@@ -133,3 +133,35 @@ class RemoteError:
             return pickle.loads(self.pickled)
         except Exception:  # e.g. a class that only the child can import
             return None
+
+    def as_exception(self, label: str, index: int, method: str, request: str) -> WorkerException:
+        """The :class:`WorkerException` the parent raises for it: names the worker
+        (``label``) and the ``request`` (``method`` is its public name), and carries the
+        child's traceback; its cause is the original exception where that unpickles."""
+        original = self.exception()
+        err = WorkerException(
+            f"{label} raised {self.type_name} in {request}: {self.message}\n\n"
+            f"Traceback in the worker:\n{self.traceback.rstrip()}",
+            index=index,
+            method=method,
+            remote_traceback=self.traceback,
+            remote_exception=original,
+        )
+        err.__cause__ = original
+        return err
+
+
+def first_with_notes(errors: list[WorkerError]) -> WorkerError:
+    """The first of several failures of one call, the others attached (``others``) and
+    summed up in its notes.
+
+    Examples:
+        >>> err = first_with_notes([WorkerDiedError("worker 0 died", 0), WorkerDiedError("worker 1 died", 1)])
+        >>> err.index, [other.index for other in err.others], err.__notes__
+        (0, [1], ['also: WorkerDiedError: worker 1 died'])
+    """
+    first = errors[0]
+    first.others = tuple(errors[1:])
+    for other in errors[1:]:
+        first.add_note(f"also: {type(other).__name__}: {str(other).splitlines()[0]}")
+    return first

@@ -5,19 +5,7 @@ its own factory (an environment, usually) and then serves calls on it: the paren
 ``(method, args, kwargs)`` over the worker's pipe, the child runs
 ``getattr(obj, method)(*args, **kwargs)`` and sends the result back.
 
-Protocol (one ``multiprocessing.Pipe`` per worker, every message pickled with
-``pickle.HIGHEST_PROTOCOL`` and sent with ``send_bytes``; an argument-free request, a
-``ParallelEnv`` step on shared memory say, is pickled once by the parent and unpickled
-once by the child, and a ``None`` reply is pickled once, so that the hot path pickles
-nothing):
-
-* parent -> child: ``(method, args, kwargs)``; ``method`` is a ``str``, the reserved name
-  ``"__cadence_get_attr__"`` reads the attribute ``args[0]``, and ``method=None`` asks the
-  child to close its object and exit.
-* child -> parent: the bare result, or a ``RemoteError`` (the exception's type, message,
-  traceback text, and the exception itself when it pickles). One reply per request, in
-  order; right after the factory ran, the child sends one extra reply: ``None``, or the
-  factory's ``RemoteError``.
+The messages and the child's side are in ``_worker_process.py``.
 
 Failures come back as :class:`WorkerError` subclasses that carry the worker's index:
 :class:`WorkerException` (the object raised; the worker stays usable),
@@ -37,17 +25,12 @@ import math
 import multiprocessing
 import multiprocessing.connection
 import operator
-import os
 import pickle
 import select
-import sys
 import time
-import warnings
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
-
-import torch
 
 from cadence.envs._worker_process import (
     FACTORY,
@@ -56,10 +39,13 @@ from cadence.envs._worker_process import (
     PROTOCOL,
     PoolState,
     STALE,
+    default_start_method,
     describe_exit,
+    describe_method,
     poll_briefly,
+    public_method_name,
     shutdown,
-    worker_main,
+    start_worker,
 )
 from cadence.envs.worker_errors import (
     RemoteError,
@@ -67,6 +53,7 @@ from cadence.envs.worker_errors import (
     WorkerError,
     WorkerException,
     WorkerTimeoutError,
+    first_with_notes,
 )
 
 __all__ = [
@@ -79,42 +66,6 @@ __all__ = [
 ]
 
 _HAS_POLL = hasattr(select, "poll")
-
-
-# ---------------------------------------------------------------------------------------
-# Start method
-# ---------------------------------------------------------------------------------------
-
-
-def default_start_method() -> str:
-    """Returns the start method that :class:`WorkerPool` uses when it is given none.
-
-    ``"fork"`` on Linux: the seed tutorial's scripts build their environments at module
-    level with no ``if __name__ == "__main__":`` guard, which ``"spawn"`` and
-    ``"forkserver"`` need (they re-import the main script in every child), and a fork
-    starts in milliseconds without re-importing anything; closures work as factories.
-    ``"spawn"`` when CUDA is already initialised in this process (CUDA does not survive a
-    fork; a warning says so) and on other platforms, where fork is unsafe or missing.
-
-    Returns:
-        ``"fork"`` or ``"spawn"``.
-
-    Examples:
-        >>> default_start_method() in ("fork", "spawn")
-        True
-    """
-    if torch.cuda.is_initialized():
-        warnings.warn(
-            "CUDA is initialised in this process and does not survive fork(): the workers "
-            "use the 'spawn' start method, so their factories must be picklable and the main "
-            "script needs an `if __name__ == '__main__':` guard",
-            RuntimeWarning,
-            stacklevel=3,
-        )
-        return "spawn"
-    if sys.platform.startswith("linux"):
-        return "fork"
-    return "spawn"
 
 
 # ---------------------------------------------------------------------------------------
@@ -375,7 +326,7 @@ class WorkerPool:
                 except WorkerError as err:
                     failures.append(err)
             if failures:
-                raise _first_with_notes(failures)
+                raise first_with_notes(failures)
         except BaseException:
             self.close()
             raise
@@ -537,7 +488,7 @@ class WorkerPool:
                 self._stale[i] = pending[i]
             raise
         if failures:
-            raise _first_with_notes([failures[i] for i in indices if i in failures])
+            raise first_with_notes([failures[i] for i in indices if i in failures])
         return results
 
     def send(self, index: int, method: str, *args: Any, **kwargs: Any) -> None:
@@ -711,24 +662,18 @@ class WorkerPool:
 
     def _launch(self, i: int) -> None:
         parent_conn, child_conn = self._ctx.Pipe(duplex=True)
-        proc = self._ctx.Process(
-            target=worker_main,
-            args=(
+        self._conns[i] = parent_conn  # registered before the fork: the child closes its copy
+        try:
+            proc = start_worker(
+                self._ctx,
+                child_conn,
                 i,
                 self._factories[i],
-                child_conn,
-                os.getpid(),
-                self._filter_warnings,
-                self._start_method != "forkserver",  # a forkserver's children are the server's
-                self.busy_wait,
-                self._worker_threads,
-            ),
-            name=f"{self._name}-{i}",
-            daemon=False,  # daemonic processes may not have children; the pool reaps its own
-        )
-        self._conns[i] = parent_conn
-        try:
-            proc.start()
+                name=f"{self._name}-{i}",
+                filter_warnings=self._filter_warnings,
+                busy_wait=self.busy_wait,
+                threads=self._worker_threads,
+            )
         except Exception as err:
             self._conns[i] = None
             parent_conn.close()
@@ -739,8 +684,6 @@ class WorkerPool:
                 f"pickles the factory: factories[{i}] = {self._factories[i]!r} must be picklable "
                 f"(a module-level function or class, or functools.partial of one), got: {err}"
             ) from err
-        finally:
-            child_conn.close()  # the child's copy alone must remain, so that its death shows
         self._procs[i] = proc
         self._fds[i] = parent_conn.fileno()
         if _HAS_POLL:
@@ -822,30 +765,17 @@ class WorkerPool:
                 reply = pickle.loads(payload)
             except Exception as err:
                 raise WorkerException(
-                    f"the reply of {self._label(i)} to {_describe(method)} could not be unpickled in the parent: "
+                    f"the reply of {self._label(i)} to {describe_method(method)} could not be unpickled in the parent: "
                     f"{type(err).__name__}: {err}",
                     index=i,
-                    method=_public_name(method),
+                    method=public_method_name(method),
                 ) from err
             if type(reply) is RemoteError:
-                raise self._remote_error(i, method, reply)
+                raise reply.as_exception(self._label(i), i, public_method_name(method), describe_method(method))
             return reply
         if ready:  # only the process sentinel: the worker exited without a reply
             raise self._died(i, method)
         return self._timed_out(i, method)
-
-    def _remote_error(self, i: int, method: str, remote: RemoteError) -> WorkerException:
-        original = remote.exception()
-        err = WorkerException(
-            f"{self._label(i)} raised {remote.type_name} in {_describe(method)}: {remote.message}\n\n"
-            f"Traceback in the worker:\n{remote.traceback.rstrip()}",
-            index=i,
-            method=_public_name(method),
-            remote_traceback=remote.traceback,
-            remote_exception=original,
-        )
-        err.__cause__ = original
-        return err
 
     def _died(self, i: int, method: str) -> WorkerDiedError:
         proc = self._procs[i]
@@ -861,7 +791,7 @@ class WorkerPool:
         self._pending[i] = 0
         self._sent_methods[i].clear()
         return WorkerDiedError(
-            f"{self._label(i)} died during {_describe(method)}: {how}; restart({i}) starts a new one",
+            f"{self._label(i)} died during {describe_method(method)}: {how}; restart({i}) starts a new one",
             index=i,
             exitcode=proc.exitcode,
         )
@@ -869,7 +799,7 @@ class WorkerPool:
     def _dead_error(self, i: int, method: str) -> WorkerDiedError:
         proc = self._procs[i]
         return WorkerDiedError(
-            f"{self._label(i)} cannot run {_describe(method)}: it is dead ({self._dead[i]}); "
+            f"{self._label(i)} cannot run {describe_method(method)}: it is dead ({self._dead[i]}); "
             f"restart({i}) starts a new one",
             index=i,
             exitcode=None if proc is None else proc.exitcode,
@@ -879,35 +809,14 @@ class WorkerPool:
         proc = self._procs[i]
         proc.kill()  # a hung worker would hang every later call and close()
         proc.join()
-        self._dead[i] = f"killed by the pool after {_describe(method)} gave no reply within {self._timeout} s"
+        self._dead[i] = f"killed by the pool after {describe_method(method)} gave no reply within {self._timeout} s"
         self._pending[i] = 0
         self._sent_methods[i].clear()
         raise WorkerTimeoutError(
-            f"{self._label(i)} gave no reply to {_describe(method)} within the timeout of {self._timeout} s; "
+            f"{self._label(i)} gave no reply to {describe_method(method)} within the timeout of {self._timeout} s; "
             f"the worker was killed (restart({i}) starts a new one)",
             index=i,
-            method=_public_name(method),
+            method=public_method_name(method),
             timeout=self._timeout,
         )
 
-
-def _public_name(method: str) -> str:
-    return {GET_ATTR: "get_attr", FACTORY: "factory"}.get(method, method)
-
-
-def _describe(method: str) -> str:
-    if method == GET_ATTR:
-        return "get_attr"
-    if method == FACTORY:
-        return "its factory"
-    if method == STALE:
-        return "a call interrupted earlier"
-    return repr(method)
-
-
-def _first_with_notes(errors: list[WorkerError]) -> WorkerError:
-    first = errors[0]
-    first.others = tuple(errors[1:])
-    for other in errors[1:]:
-        first.add_note(f"also: {type(other).__name__}: {str(other).splitlines()[0]}")
-    return first
