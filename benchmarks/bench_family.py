@@ -1,6 +1,6 @@
 """Collector throughput over a family of user configurations: fast path vs generic path vs torchrl.
 
-``benchmarks/bench_pipeline.py`` row 1 times one configuration; this script times six, to show
+``benchmarks/bench_pipeline.py`` row 1 times one configuration; this script times seven, to show
 the collector's fast path covers a family of them. Per variant, ``SyncDataCollector(env, policy,
 frames_per_batch=1000, total_frames=-1)`` runs three ways, each once per round (alternating
 rounds, medians shown; one warm-up batch, then ``--batches`` timed batches):
@@ -40,6 +40,11 @@ RewardSum(), CatTensors(in_keys=["observation"], out_key="observation_vector", d
 6. ``cartpole-discrete``: ``TransformedEnv(GymEnv("CartPole-v1"), Compose(StepCounter(500),
    RewardSum()))``, ``TensorDictSequential(TensorDictModule(MLP(4 -> 2), ["observation"],
    ["action_value"]), QValueModule(spec=env.action_spec))``.
+
+7. ``torch-pendulum``: the seed's ``PendulumEnv()``, written in torch (stateless, its
+   ``"params"`` nested in the data; torchrl's ``torchrl.envs.custom.PendulumEnv``),
+   ``TensorDictModule(ThetaPolicy(MLP(2 -> 1)), ["th", "thdot"], ["action"])`` where
+   ``ThetaPolicy`` stacks the angle and its speed into the MLP's input.
 
 The plain floor is bench_pipeline row 1's plain loop (``plain_pendulum(batches * 1000, seed,
 store=True)``: gymnasium + the same MLP, storing each step into preallocated tensors), run once
@@ -89,6 +94,7 @@ VARIANTS: dict[str, tuple[int, int]] = {
     "stateful-chain": (9, 1),
     "serial-chain": (3, 1),
     "cartpole-discrete": (4, 2),
+    "torch-pendulum": (2, 1),
 }
 PLAIN_COMPARABLE = {"chain-mlp", "chain-probabilistic", "chain-ou", "stateful-chain"}
 
@@ -116,6 +122,15 @@ def mlp(n_in, n_out):
     return MLP(in_features=n_in, out_features=n_out, num_cells=[64, 64])
 
 
+class ThetaPolicy(torch.nn.Module):
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+
+    def forward(self, th, thdot):
+        return self.net(torch.stack([th, thdot], -1).float())
+
+
 def chain():
     return Compose(
         DoubleToFloat(),
@@ -139,6 +154,9 @@ elif variant == "serial-chain":
     env = TransformedEnv(SerialEnv(4, lambda: GymEnv("Pendulum-v1")), chain())
 elif variant == "cartpole-discrete":
     env = TransformedEnv(GymEnv("CartPole-v1"), Compose(StepCounter(500), RewardSum()))
+elif variant == "torch-pendulum":
+    from torchrl.envs.custom import PendulumEnv
+    env = PendulumEnv()
 else:
     env = TransformedEnv(GymEnv("Pendulum-v1"), chain())
 env.set_seed(seed)
@@ -163,6 +181,9 @@ elif variant == "cartpole-discrete":
     net = mlp(4, 2)
     policy = TensorDictSequential(TensorDictModule(net, ["observation"], ["action_value"]),
                                   QValueModule(spec=env.action_spec))
+elif variant == "torch-pendulum":
+    net = mlp(2, 1)
+    policy = TensorDictModule(ThetaPolicy(net), ["th", "thdot"], ["action"])
 else:
     raise SystemExit(f"unknown variant {variant!r}")
 
@@ -204,6 +225,21 @@ def _make_pendulum() -> Any:
     return GymEnv("Pendulum-v1")
 
 
+def _theta_policy(net: Any) -> Any:
+    """``ThetaPolicy(net)``: the MLP on the stacked angle and angular speed."""
+    import torch
+
+    class ThetaPolicy(torch.nn.Module):
+        def __init__(self, net: Any) -> None:
+            super().__init__()
+            self.net = net
+
+        def forward(self, th: Any, thdot: Any) -> Any:
+            return self.net(torch.stack([th, thdot], -1).float())
+
+    return ThetaPolicy(net)
+
+
 def cadence_variant(variant: str, seed: int) -> tuple[Any, Any]:
     """Builds (env, policy) of ``variant`` in Cadence, seeded (see the module's docstring)."""
     import torch
@@ -214,6 +250,7 @@ def cadence_variant(variant: str, seed: int) -> tuple[Any, Any]:
         Compose,
         DoubleToFloat,
         GymEnv,
+        PendulumEnv,
         RewardScaling,
         RewardSum,
         SerialEnv,
@@ -245,6 +282,8 @@ def cadence_variant(variant: str, seed: int) -> tuple[Any, Any]:
             env = TransformedEnv(GymEnv("Pendulum-v1"), transform)
         elif variant == "serial-chain":
             env = TransformedEnv(SerialEnv(4, _make_pendulum), _tutorial_chain())
+        elif variant == "torch-pendulum":
+            env = PendulumEnv()
         else:
             env = TransformedEnv(GymEnv("CartPole-v1"), Compose(StepCounter(500), RewardSum()))
         env.set_seed(seed)
@@ -268,6 +307,8 @@ def cadence_variant(variant: str, seed: int) -> tuple[Any, Any]:
         )
     elif variant == "stateful-chain":
         policy = TensorDictModule(make_mlp(n_in, n_out, seed), ["stacked"], ["action"])
+    elif variant == "torch-pendulum":
+        policy = TensorDictModule(_theta_policy(make_mlp(n_in, n_out, seed)), ["th", "thdot"], ["action"])
     else:
         policy = TensorDictSequential(
             TensorDictModule(make_mlp(n_in, n_out, seed), ["observation"], ["action_value"]),

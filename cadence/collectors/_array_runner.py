@@ -34,7 +34,14 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from cadence.collectors._runners import TrajectoryIds
-from cadence.envs.array_simulator import ENV_ROOT_FLAGS, ArraySimulator, StepArrays, carried_entries, with_env_data
+from cadence.envs.array_simulator import (
+    ENV_ROOT_FLAGS,
+    ArraySimulator,
+    StepArrays,
+    carried_entries,
+    root_flag_names,
+    with_env_data,
+)
 from cadence.envs.common import EnvBase
 from cadence.envs.utils import action_in_spec_dtype
 from cadence.modules.tensor_view import TensorStep
@@ -103,8 +110,11 @@ class ArrayRunner:
         self.action_spec = env.full_action_spec["action"]
         self.obs: dict[str, np.ndarray] | None = None  # the observation the env stands at
         self.carried: dict[str, torch.Tensor] = {}
-        self._env_keys = {*self.keys, *ENV_ROOT_FLAGS}
+        # the env's own entries, by top-level name (a nested observation's whole sub-tensordict)
+        self._env_keys = {*(key if isinstance(key, str) else key[0] for key in self.keys), *ENV_ROOT_FLAGS}
         self._flags = torch.zeros((*self.batch_size, 1), dtype=torch.bool)
+        self._flag_names = root_flag_names(env)  # the root done flags the env declares (a counter adds "truncated")
+        self._base_truncates = "truncated" in base.full_done_spec.keys()
         self._checked = False
         self._cast_actions = False
 
@@ -124,7 +134,7 @@ class ArrayRunner:
             return None
         entries: dict[str, Any] = {key: value.clone() for key, value in self.carried.items()}
         entries.update({key: torch.from_numpy(obs.copy()) for key, obs in self.obs.items()})
-        for name in ENV_ROOT_FLAGS:
+        for name in self._flag_names:
             entries[name] = self._flags.clone()
         if self.counting:
             entries["step_count"] = torch.from_numpy(self.counts.copy()).unsqueeze(-1)
@@ -136,6 +146,7 @@ class ArrayRunner:
             self.obs = None
             self.carried = {}
             return
+        self.simulator.stand_at(shuttle)  # a stateless env's state is in the shuttle
         self.obs = {key: shuttle.get(key).numpy().copy() for key in self.keys}
         self.carried = {
             key: value.clone()
@@ -196,7 +207,7 @@ class ArrayRunner:
                     limit = self.counts + 1 >= max_count
             views = {key: root[t] for key, root in roots.items()}
             if tensordict_policy is not None:
-                entries = {**carried, **views, "done": flags, "terminated": flags, "truncated": flags}
+                entries = {**carried, **views, **dict.fromkeys(self._flag_names, flags)}
                 if counting:
                     entries["step_count"] = root_count_t[t]  # type: ignore[index]
                 data = TensorDict(entries, batch_size=self.batch_size)
@@ -215,7 +226,7 @@ class ArrayRunner:
                 action = rand(None, generator=rng)
                 recorded.setdefault("action", []).append(action)
             else:
-                values = {**carried, **views, "done": flags, "terminated": flags, "truncated": flags}
+                values = {**carried, **views, **dict.fromkeys(self._flag_names, flags)}
                 count_view = None
                 if counting:
                     values["step_count"] = count_view = root_count_t[t]  # type: ignore[index]
@@ -262,19 +273,16 @@ class ArrayRunner:
                 tensor = tensor.unsqueeze(-1)
             return tensor.movedim(0, nb).contiguous() if nb else tensor
 
-        flags = torch.zeros((*batch_size, 1), dtype=torch.bool)
-        done = np.logical_or(arrays.terminated, arrays.truncated)
-        entries: dict[str, Any] = {key: arrange(array[:steps]) for key, array in arrays.root_obs.items()}
-        entries.update(done=flags, terminated=flags.clone(), truncated=flags.clone())
+        names = self._flag_names
+        entries: dict[Any, Any] = {key: arrange(array[:steps]) for key, array in arrays.root_obs.items()}
+        entries.update({name: torch.zeros((*batch_size, 1), dtype=torch.bool) for name in names})
         for key, values in recorded.items():
             entries[key] = torch.stack(values, nb)
-        following: dict[str, Any] = {key: arrange(array) for key, array in arrays.next_obs.items()}
-        following.update(
-            reward=arrange(arrays.reward, True),
-            done=arrange(done, True),
-            terminated=arrange(arrays.terminated, True),
-            truncated=arrange(arrays.truncated, True),
-        )
+        flags = {"done": np.logical_or(arrays.terminated, arrays.truncated), "terminated": arrays.terminated,
+                 "truncated": arrays.truncated}
+        following: dict[Any, Any] = {key: arrange(array) for key, array in arrays.next_obs.items()}
+        following["reward"] = arrange(arrays.reward, True)
+        following.update({name: arrange(flags[name], True) for name in names})
         entries["next"] = following
         if root_count is not None:
             entries["step_count"] = arrange(root_count, True)
@@ -287,6 +295,8 @@ class ArrayRunner:
             out = with_env_data(policy_data, entries, env_next)
         out.names = [None] * nb + ["time"]
         moved_on = getattr(self.env, "_moved_on", None)
-        if moved_on is not None:  # a SerialEnv keeps track of where its sub-envs stand
-            moved_on(out.exclude("step_count", ("next", "step_count")) if root_count is not None else out)
+        if moved_on is not None:  # a SerialEnv keeps track of where its sub-envs stand: its own entries
+            counted = () if root_count is None else ("step_count", ("next", "step_count"))
+            counted += () if self._base_truncates else ("truncated", ("next", "truncated"))
+            moved_on(out.exclude(*counted) if counted else out)
         return out

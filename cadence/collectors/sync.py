@@ -300,7 +300,9 @@ class SyncDataCollector(DataCollectorBase):
             >>> from cadence.envs import GymEnv, PendulumEnv
             >>> SyncDataCollector(GymEnv("Pendulum-v1"), frames_per_batch=4).uses_fast_path
             True
-            >>> SyncDataCollector(PendulumEnv(), frames_per_batch=4).uses_fast_path
+            >>> SyncDataCollector(PendulumEnv(), frames_per_batch=4).uses_fast_path  # written in torch
+            True
+            >>> SyncDataCollector(GymEnv("Pendulum-v1"), frames_per_batch=4, fast_path=False).uses_fast_path
             False
         """
         return isinstance(self._runner, (ArrayRunner, ValuesRunner))

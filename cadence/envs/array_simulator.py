@@ -46,7 +46,6 @@ import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from cadence.envs.step_values import StepValues, entry_key
 from cadence.envs.utils import SpecMismatchError
 
 if TYPE_CHECKING:  # pragma: no cover - type hints only (the env core builds on this module)
@@ -55,8 +54,8 @@ if TYPE_CHECKING:  # pragma: no cover - type hints only (the env core builds on 
 __all__ = [
     "ArraySimulator",
     "arrays_fit",
+    "root_flag_names",
     "SerialSimulators",
-    "SimulatorValuesStep",
     "StepArrays",
     "carried_entries",
     "check_observation",
@@ -287,6 +286,24 @@ class ArraySimulator:
                 f"(an ArraySimulator defines {list(cls.PROTOCOL)}; see cadence.envs.array_simulator)"
             )
 
+    #: Whether the env's state travels in its data (a stateless env) rather than in the
+    #: simulators: this simulator then keeps it from step to step itself, and only paths
+    #: that own the data from step to step may use it (not a worker whose input carries a state).
+    state_in_data: bool = False
+
+    #: Whether a reset may draw from the env's own generator (``env.rng``; an env written in
+    #: torch): random rollouts then draw their actions step by step, between the resets.
+    resets_draw_from_env_rng: bool = False
+
+    def stand_at(self, entries: TensorDictBase) -> None:
+        """Where the simulators stand, as the next step's input holds it, after a path other
+        than this simulator reset or stepped the env (a collector loading its state, say);
+        simulators that hold their own state (the default) ignore it."""
+
+    def serves_rollout(self) -> bool:
+        """Whether ``env.rollout`` may take this simulator now (the default: yes)."""
+        return True
+
     # ------------------------------------------------------------------ checks
     def entries(self, obs: Any) -> dict[str, Any]:
         """The raw observation's entries by key (to check them one by one)."""
@@ -347,7 +364,10 @@ class ArraySimulator:
             if any_done:
                 where = "reset()"
                 obs = self.reset_done(done, obs)
-            self.write_observation(arrays.root_obs, (t + 1,), obs)
+                self.write_observation(arrays.root_obs, (t + 1,), obs)
+            else:  # where the simulators stand is where they went: copies of the rows just written
+                for key, root in arrays.root_obs.items():
+                    root[t + 1] = arrays.next_obs[key][t]
         except (ValueError, TypeError) as err:
             self.explain_error(obs, where, err)
         return done if any_done else None
@@ -376,13 +396,23 @@ class ArraySimulator:
         """
         env = self.env
         arrays = StepArrays.allocate(env, self.observation_keys, max_steps)
-        if policy is None and actions is None:
-            actions = env.full_action_spec["action"].rand(torch.Size([max_steps]), generator=env.rng)
         if reset:
             self.write_reset(arrays)
         else:
             for array in arrays.root_obs.values():
                 array[0] = 0
+        if policy is None and actions is None and self.resets_draw_from_env_rng:
+            # drawn step by step, between the resets' draws, as the generic loop draws them
+            spec, rng, drawn = env.full_action_spec["action"], env.rng, []
+
+            def draw(t: int) -> Any:
+                drawn.append(spec.rand(generator=rng))
+                return self.to_backend(drawn[-1])
+
+            steps = self._run(max_steps, break_when_any_done, arrays, draw)
+            return assemble_rollout(env, arrays, steps, torch.stack(drawn), None, set_truncated)
+        if policy is None and actions is None:  # after the reset
+            actions = env.full_action_spec["action"].rand(torch.Size([max_steps]), generator=env.rng)
         if policy is None:
             assert actions is not None
             backend_actions = self.to_backend(actions)
@@ -391,12 +421,13 @@ class ArraySimulator:
         recorded: list[TensorDictBase] = []
         roots = {key: torch.from_numpy(array) for key, array in arrays.root_obs.items()}
         flags = torch.zeros((*env.batch_size, 1), dtype=torch.bool)
+        flag_names = root_flag_names(env)
         carried: dict[str, Any] = {}
 
         def act(t: int) -> Any:
             nonlocal carried
             entries = {**carried, **{key: root[t] for key, root in roots.items()}}
-            entries.update(done=flags, terminated=flags, truncated=flags)
+            entries.update(dict.fromkeys(flag_names, flags))
             data = TensorDict(entries, batch_size=env.batch_size, device=env.device)
             returned = policy(data)
             data = data if returned is None else returned
@@ -479,6 +510,17 @@ class SerialSimulators(ArraySimulator):
         for i, simulator in enumerate(self.simulators):
             simulator.write_observation(targets, (*index, i), obs[i])
 
+    def stand_at(self, entries: TensorDictBase) -> None:
+        for i, simulator in enumerate(self.simulators):
+            simulator.stand_at(entries[i])
+
+    def serves_rollout(self) -> bool:
+        return all(simulator.serves_rollout() for simulator in self.simulators)
+
+    @property
+    def resets_draw_from_env_rng(self) -> bool:  # type: ignore[override]
+        return any(simulator.resets_draw_from_env_rng for simulator in self.simulators)
+
     def check_observation(self, obs: Any, where: str) -> None:
         if obs is not None:
             for i, (simulator, sub_obs) in enumerate(zip(self.simulators, obs)):
@@ -512,128 +554,38 @@ class SerialSimulators(ArraySimulator):
         return np.logical_or(arrays.terminated[t], arrays.truncated[t]) if any_done else None
 
 
-def arrays_fit(env: EnvBase) -> bool:
+def arrays_fit(env: EnvBase, truncated_optional: bool = False) -> bool:
     """Whether ``env``'s rewards and done flags have the layout the arrays hold: one
-    ``"action"``, one ``"reward"`` and the three root flags, each shaped ``[*batch, 1]``.
+    ``"action"``, one ``"reward"`` and the three root flags, each shaped ``[*batch, 1]``;
+    with ``truncated_optional``, an env without ``"truncated"`` fits too (the paths that
+    write only the flags it declares, :func:`root_flag_names`, serve it).
 
     Examples:
-        >>> from cadence.envs import GymEnv
-        >>> arrays_fit(GymEnv("Pendulum-v1"))
-        True
+        >>> from cadence.envs import GymEnv, PendulumEnv
+        >>> arrays_fit(GymEnv("Pendulum-v1")), arrays_fit(PendulumEnv()), arrays_fit(PendulumEnv(), True)
+        (True, False, True)
     """
     batch = tuple(env.batch_size)
     specs = env.full_done_spec
     if env.action_keys != ["action"] or env.reward_keys != ["reward"]:
         return False
-    if sorted(specs.keys(True, True)) != ["done", "terminated", "truncated"]:
+    names = sorted(specs.keys(True, True))
+    if names != ["done", "terminated", "truncated"] and not (truncated_optional and names == ["done", "terminated"]):
         return False
     return all(tuple(spec.shape) == (*batch, 1) for spec in (*specs.values(), env.full_reward_spec["reward"]))
 
 
-class SimulatorValuesStep:
-    """``env._step_as_values`` through the env's array simulator: the simulator's results
-    are written into arrays of :attr:`CHUNK` steps and the step's entries are views of their
-    rows (no reader, no tensor built per entry); a ``TransformedEnv`` then runs its
-    transforms' entries steps on them. The values loop takes its steps through this where
-    the env offers it (``EnvBase._values_stepper``); the results are ``_step_as_values``'s,
-    entry for entry (the tests compare them). Resets stay the env's (``env.reset``), so
-    the simulator is stepped here and never reset; the env whose simulator this is hears of
-    each step (``_stepped_on_arrays``: a ``SerialEnv`` keeps where its sub-envs stand).
-
-    A simulator off its declared observation space is named as on the other array paths:
-    a failed write is translated, and the first step of each chunk checks what numpy would
-    broadcast silently (a scalar into a row).
-
-    Args:
-        outer: the env whose step this is (its action checks and done completion).
-        simulator: the array simulator of ``outer`` or of its base env.
-        transform_step: the transforms' entries step (``outer`` a ``TransformedEnv``), or
-            ``None``.
+def root_flag_names(env: EnvBase) -> tuple[str, ...]:
+    """The root done flags ``env`` declares, of ``("done", "terminated", "truncated")``: the
+    ones a fast path writes into its TensorDicts (the arrays hold all three).
 
     Examples:
-        >>> from cadence.envs import GymEnv
-        >>> from cadence.envs.step_values import StepValues
-        >>> env = GymEnv("Pendulum-v1")
-        >>> step = SimulatorValuesStep(env, env._array_simulator())
-        >>> _ = env.reset()
-        >>> out = step(StepValues({"action": torch.zeros(1)}, env.batch_size), checked=True)
-        >>> sorted(out.keys())
-        ['done', 'observation', 'reward', 'terminated', 'truncated']
+        >>> from cadence.envs import GymEnv, PendulumEnv
+        >>> root_flag_names(GymEnv("Pendulum-v1")), root_flag_names(PendulumEnv())
+        (('done', 'terminated', 'truncated'), ('done', 'terminated'))
     """
-
-    CHUNK = 64
-
-    def __init__(
-        self,
-        outer: EnvBase,
-        simulator: ArraySimulator,
-        transform_step: Callable[[Any, dict[Any, torch.Tensor]], dict[Any, torch.Tensor]] | None = None,
-    ) -> None:
-        self.outer = outer
-        self.simulator = simulator
-        self.transform_step = transform_step
-        self._batch_size, self._device = outer.batch_size, outer.device
-        self._complete = outer._step_values_complete
-        self._stepped = simulator.env._stepped_on_arrays  # an env that keeps a record of where it stands
-        # with these entries present, done completion and the reward check have nothing to do
-        self._required = frozenset(entry_key(key) for key in (*outer.reward_keys, *outer.done_keys))
-        self._rows = 0  # steps left in the current chunk's arrays
-        self._t = 0
-
-    def _allocate(self) -> None:
-        env = self.simulator.env
-        self._arrays = arrays = StepArrays.allocate(env, self.simulator.observation_keys, self.CHUNK)
-        # each row's views, made once per chunk (one unbind each, cheaper than indexing every step)
-        self._obs = {key: torch.from_numpy(array).unbind(0) for key, array in arrays.next_obs.items()}
-        self._reward = torch.from_numpy(arrays.reward).unsqueeze(-1).unbind(0)
-        self._terminated = torch.from_numpy(arrays.terminated).unsqueeze(-1).unbind(0)
-        self._truncated = torch.from_numpy(arrays.truncated).unsqueeze(-1).unbind(0)
-        self._done_array = np.zeros_like(arrays.terminated)
-        self._done = torch.from_numpy(self._done_array).unsqueeze(-1).unbind(0)
-        self._rows, self._t = self.CHUNK, 0
-
-    @staticmethod
-    def _write(target: np.ndarray, value: Any) -> None:
-        try:
-            target[...] = value  # a number, or an array of the batch's shape: as it comes
-        except ValueError:  # another layout of the same values ([n, 1] for [n], say)
-            target[...] = np.asarray(value).reshape(target.shape)
-
-    def __call__(self, values: StepValues, checked: bool = False) -> StepValues:
-        outer, simulator = self.outer, self.simulator
-        if not checked:
-            outer._check_step_input(values)
-        if self._t == self._rows:
-            self._allocate()
-        t, arrays = self._t, self._arrays
-        obs: Any = None
-        try:  # costs nothing unless a write fails: then the observation is named
-            obs, reward, terminated, truncated = simulator.step(simulator.to_backend(values.entries["action"]))
-            if t == 0:
-                simulator.check_observation(obs, "step()")
-            simulator.write_observation(arrays.next_obs, (t,), obs)
-        except (ValueError, TypeError) as err:
-            simulator.explain_error(obs, "step()", err)
-        write = self._write
-        write(arrays.reward[t:t + 1], reward)
-        write(arrays.terminated[t:t + 1], terminated)
-        write(arrays.truncated[t:t + 1], truncated)
-        if type(terminated) is bool and type(truncated) is bool:  # one env: no array op for "done"
-            self._done_array[t] = terminated or truncated
-        else:
-            np.logical_or(arrays.terminated[t:t + 1], arrays.truncated[t:t + 1], out=self._done_array[t:t + 1])
-        self._t = t + 1
-        entries: dict[Any, torch.Tensor] = {key: view[t] for key, view in self._obs.items()}
-        entries.update(reward=self._reward[t], terminated=self._terminated[t], truncated=self._truncated[t],
-                       done=self._done[t])
-        self._stepped(entries)
-        if self.transform_step is not None:
-            entries = self.transform_step(values, entries)
-        out = StepValues(entries, self._batch_size, self._device)
-        if not self._complete and not self._required <= entries.keys():
-            outer._complete_done(out)
-            outer._check_rewards(out)
-        return out
+    declared = env.full_done_spec.keys()
+    return tuple(name for name in ENV_ROOT_FLAGS if name in declared)
 
 
 def carried_entries(data: TensorDictBase, observation_keys: Sequence[str] = ("observation",)) -> dict[str, Any]:
@@ -651,7 +603,8 @@ def carried_entries(data: TensorDictBase, observation_keys: Sequence[str] = ("ob
         >>> carried_entries(data)["hidden"].tolist()
         [2.0]
     """
-    env_keys = {*observation_keys, *ENV_ROOT_FLAGS}
+    # the env's own entries, by top-level name (a nested observation's whole sub-tensordict)
+    env_keys = {*(key if isinstance(key, str) else key[0] for key in observation_keys), *ENV_ROOT_FLAGS}
     carried: dict[str, Any] = {}
     written_next = None
     for key, value in data.items():
@@ -703,17 +656,14 @@ def assemble_rollout(
 
     if set_truncated:
         arrays.truncated[steps - 1] = True
+    names = root_flag_names(env)
+    flags = {"done": arrays.terminated | arrays.truncated, "terminated": arrays.terminated, "truncated": arrays.truncated}
     following = {key: arrange(array) for key, array in arrays.next_obs.items()}
-    following.update(
-        reward=arrange(arrays.reward, True),
-        done=arrange(arrays.terminated | arrays.truncated, True),
-        terminated=arrange(arrays.terminated, True),
-        truncated=arrange(arrays.truncated, True),
-    )
+    following["reward"] = arrange(arrays.reward, True)
+    following.update({name: arrange(flags[name], True) for name in names})
     env_next = TensorDict(following, batch_size=batch_size, device=env.device)
-    root_done = torch.zeros(*batch_size, 1, dtype=torch.bool)
     env_root: dict[str, Any] = {key: arrange(array) for key, array in arrays.root_obs.items()}
-    env_root.update(done=root_done, terminated=root_done.clone(), truncated=root_done.clone())
+    env_root.update({name: torch.zeros(*batch_size, 1, dtype=torch.bool) for name in names})
     if policy_data is None:
         assert actions is not None
         out = TensorDict({**env_root, "action": arrange(actions), "next": env_next}, batch_size=batch_size,

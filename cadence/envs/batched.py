@@ -421,8 +421,9 @@ class SerialEnv(BatchedEnvBase):
 
     def _steps_until_done(self, tensordict: TensorDictBase, actions: torch.Tensor) -> TensorDictBase:
         simulator = self._array_simulator()
-        if simulator is None:
+        if simulator is None or not simulator.serves_rollout():
             return super()._steps_until_done(tensordict, actions)
+        simulator.stand_at(tensordict)  # the sub-envs step on from the input (a stateless one's state is there)
         data = simulator.rollout(len(actions), None, True, False, actions=actions, reset=False)
         self._moved_on(data)
         return data.get("next")

@@ -331,8 +331,12 @@ class EnvBase(EnvSpecs, EnvRollouts, torch.nn.Module):
     def _array_simulator(self) -> ArraySimulator | None:
         """This env's simulators on the array protocol (see :mod:`cadence.envs.array_simulator`),
         which rollouts, serial batches, parallel workers and collectors step into preallocated
-        arrays; ``None`` (the default) where the env has none."""
-        return None
+        arrays; ``None`` where the env has none. By default, an env written in torch steps its
+        own ``_step`` there (:class:`~cadence.envs.torch_simulator.TorchEnvSimulator`), where
+        it keeps to the generic step's machinery; a backend overrides this."""
+        from cadence.envs.torch_simulator import TorchEnvSimulator, torch_simulator_applies  # it builds on this module
+
+        return TorchEnvSimulator(self) if torch_simulator_applies(self) else None
 
     # ------------------------------------------------------------------ the step on plain tensors
     def _values_step_applies(self) -> bool:
@@ -364,8 +368,9 @@ class EnvBase(EnvSpecs, EnvRollouts, torch.nn.Module):
     def _values_stepper(self) -> Callable[..., StepValues]:
         """What takes the values loop's steps: :meth:`_step_as_values`, or, where the env
         steps on values and has an array simulator, the same step through it
-        (:class:`~cadence.envs.array_simulator.SimulatorValuesStep`: no readers)."""
-        from cadence.envs.array_simulator import SimulatorValuesStep, arrays_fit  # it builds on this module
+        (:class:`~cadence.envs.simulator_values_step.SimulatorValuesStep`: no readers)."""
+        from cadence.envs.array_simulator import arrays_fit  # they build on this module
+        from cadence.envs.simulator_values_step import SimulatorValuesStep
 
         simulator = self._array_simulator() if self._values_step_applies() else None
         if simulator is None or not arrays_fit(self):

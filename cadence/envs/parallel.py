@@ -93,8 +93,10 @@ class _EnvWorker:
         self.env = creator()
         self.index = index
         self.shared = buffers is not None
-        # a single "action" stepped into the shared arrays through the array protocol
-        self.simulator = self.env._array_simulator() if self.env.action_keys == ["action"] else None
+        # a single "action" stepped into the shared arrays through the array protocol, by a
+        # simulator that holds the env's state (the input may carry another one than its own)
+        simulator = self.env._array_simulator() if arrays_fit(self.env) else None
+        self.simulator = None if simulator is None or simulator.state_in_data else simulator
         if buffers is not None:
             self.input = buffers.input[index]
             self.output = buffers.output[index]
@@ -128,6 +130,8 @@ class _EnvWorker:
 
     def reset(self, tensordict: TensorDictBase | None) -> TensorDictBase | None:
         out = self.env.reset(tensordict)
+        if self.simulator is not None:
+            self.simulator.stand_at(out)
         if not self.shared:
             return out
         self.observation_checked = False

@@ -63,8 +63,10 @@ class EnvRollouts:
         if (callback is not None or not auto_reset or tensordict is not None or break_when_all_done
                 or not return_contiguous or self.run_type_checks or self.auto_reset):
             return None
+        if set_truncated and "truncated" not in self.full_done_spec.keys():
+            return None  # the generic loop says why it cannot
         simulator = self._array_simulator()
-        if simulator is None:
+        if simulator is None or not simulator.serves_rollout():
             return None
         return simulator.rollout(max_steps, policy, break_when_any_done, set_truncated)
 
@@ -193,9 +195,9 @@ class EnvRollouts:
         key) until a step where any component is done, or until the actions run out.
 
         This is the base-env half of ``TransformedEnv``'s rollout shortcut, which then
-        applies its transforms to all these steps at once. Backends that can step
-        without a tensordict per step override it (gymnasium wrappers, serial batches
-        of them); this default steps one by one.
+        applies its transforms to all these steps at once. An env with an array
+        simulator steps it (an env written in torch; gymnasium wrappers and serial
+        batches override this); others step one by one.
 
         Args:
             tensordict: the first step's input (it is not changed).
@@ -211,6 +213,10 @@ class EnvRollouts:
             >>> env._steps_until_done(env.reset(), torch.zeros(4, 1)).batch_size
             torch.Size([4])
         """
+        simulator = self._array_simulator()
+        if simulator is not None and simulator.serves_rollout():  # an env written in torch, say
+            simulator.stand_at(tensordict)
+            return simulator.rollout(len(actions), None, True, False, actions=actions, reset=False).get("next")
         action_key = self.action_keys[0]
         done_key = self.done_key
         current = tensordict.copy()

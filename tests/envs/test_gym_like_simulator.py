@@ -156,7 +156,7 @@ def test_a_parallel_batch_of_gym_like_envs_rolls_out_in_chunks_as_a_serial_one()
 
 def test_the_manual_loop_steps_dict_observations_through_the_simulator() -> None:
     from cadence.envs import RewardSum, StepCounter, TransformedEnv
-    from cadence.envs.array_simulator import SimulatorValuesStep
+    from cadence.envs.simulator_values_step import SimulatorValuesStep
     from tests.envs.test_values_loop import _compare_manual_loops
 
     def make() -> EnvBase:

@@ -30,7 +30,8 @@ from tensordict import TensorDictBase
 from cadence.data import Composite
 from cadence.envs.common import EnvBase
 from cadence.envs.seeding import validate_seed
-from cadence.envs.array_simulator import SimulatorValuesStep, arrays_fit
+from cadence.envs.array_simulator import ArraySimulator, arrays_fit
+from cadence.envs.simulator_values_step import SimulatorValuesStep
 from cadence.envs.step_values import StepValues, entry_key
 
 __all__ = ["Compose", "Transform", "TransformedEnv", "key_list"]
@@ -645,6 +646,11 @@ class TransformedEnv(EnvBase):
         step = self._cached("entries_step", lambda: transform._entries_step(values.batch_size, values.device))
         values.entries = step(tensordict, values.entries)
         return values
+
+    def _array_simulator(self) -> ArraySimulator | None:
+        """None: a transformed env's own fast paths step its base env's simulator and run the
+        transforms on the step's values (or over time), never the transformed env as one."""
+        return None
 
     def _values_stepper(self) -> Callable[..., StepValues]:
         # the base env's array simulator, then the transforms' entries steps (no readers, no
