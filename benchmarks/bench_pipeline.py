@@ -70,7 +70,7 @@ Usage (from the repository root)::
     .venv/bin/python benchmarks/bench_pipeline.py --skip-reference
     .venv/bin/python benchmarks/bench_pipeline.py --reference-python ~/.cache/cadence-reference-venv/bin/python
     .venv/bin/python benchmarks/bench_pipeline.py [--rows 1,2,3,4,5] [--steps 5000] [--batches 4]
-                                                  [--rounds 3] [--seed 0]
+                                                  [--rounds 3] [--seed 0] [--busy-wait S]
 """
 
 from __future__ import annotations
@@ -412,12 +412,14 @@ def _make_cheetah() -> Any:
     return GymEnv("HalfCheetah-v5")
 
 
-def cadence_cheetah(batches: int, seed: int, parallel: bool) -> float:
-    """Row 3: a collector on ``ParallelEnv(2, GymEnv(..., num_envs=4))`` or ``SerialEnv(8, GymEnv(...))``."""
+def cadence_cheetah(batches: int, seed: int, parallel: bool, busy_wait: float | None = None) -> float:
+    """Row 3: a collector on ``ParallelEnv(2, GymEnv(..., num_envs=4))`` (its ``busy_wait``
+    if given, else its default) or ``SerialEnv(8, GymEnv(...))``."""
     from cadence.collectors import SyncDataCollector
     from cadence.envs import ParallelEnv, SerialEnv
 
-    env = ParallelEnv(2, _make_cheetah_x4) if parallel else SerialEnv(8, _make_cheetah)
+    options = {} if busy_wait is None else {"busy_wait": busy_wait}
+    env = ParallelEnv(2, _make_cheetah_x4, **options) if parallel else SerialEnv(8, _make_cheetah)
     try:
         env.set_seed(seed)
         collector = SyncDataCollector(env, _cheetah_policy(seed), frames_per_batch=FRAMES_PER_BATCH, total_frames=-1)
@@ -607,6 +609,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--busy-wait", type=float, default=None, help="row 3: ParallelEnv(busy_wait=...) in seconds (default: its own)"
+    )
     parser.add_argument("--skip-reference", action="store_true", help="do not run torchrl")
     parser.add_argument("--reference-python", default=None, help="python of a venv holding torchrl 0.14.1")
     args = parser.parse_args(argv)
@@ -664,7 +669,7 @@ def main(argv: list[str] | None = None) -> int:
     if 3 in rows:
         cases["3 parallel"] = {
             "cadence serial": lambda: cadence_cheetah(half, args.seed, parallel=False),
-            "cadence parallel": lambda: cadence_cheetah(half, args.seed, parallel=True),
+            "cadence parallel": lambda: cadence_cheetah(half, args.seed, parallel=True, busy_wait=args.busy_wait),
         }
         if reference:
             cases["3 parallel"]["torchrl serial"] = lambda: reference("serial", half, cheetah_weights)

@@ -215,9 +215,10 @@ class ParallelEnv(BatchedEnvBase):
             at :meth:`close` (unless changed since).
         num_sub_threads: ``torch.set_num_threads`` in each worker.
         busy_wait: seconds that each worker, after a reply, and this process, before
-            one, poll their pipe before they sleep on it (see ``WorkerPool``): a step loop
-            then wakes no sleeping process. ``0`` sleeps at once (for machines with fewer
-            free cores than workers, where polling takes time from the others).
+            one, poll their pipe before they sleep on it, giving the CPU away between polls
+            (see ``WorkerPool``): a step loop then wakes no sleeping process (measured: it
+            helps on two cores shared by two workers and this process, and more with free
+            cores). ``0`` sleeps at once.
 
     Examples:
         >>> from cadence.envs import GymEnv, ParallelEnv
