@@ -47,7 +47,8 @@ if TYPE_CHECKING:  # pragma: no cover - type hints only
 
 __all__ = ["TorchEnvSimulator", "torch_simulator_applies"]
 
-# the generic step's machinery, which the simulator stands in for
+# EnvBase's step machinery (which the simulator stands in for) and its simulator hook: a class
+# that overrides one keeps its own path
 _STOCK_METHODS = ("step", "_step_mdp", "_reset_done", "reset", "_complete_done", "_check_step_input", "_array_simulator")
 
 

@@ -37,7 +37,6 @@ import numpy as np
 import torch
 from tensordict import TensorDictBase
 
-from cadence.envs.libs.gym_backend import gym_backend
 from cadence.envs.array_simulator import (
     ArraySimulator,
     StepArrays,
@@ -46,6 +45,7 @@ from cadence.envs.array_simulator import (
     check_observation,
     explain_observation_error,
 )
+from cadence.envs.libs.gym_backend import gym_backend
 
 if TYPE_CHECKING:  # pragma: no cover - type hints only
     from cadence.envs.libs.gym import GymWrapper
