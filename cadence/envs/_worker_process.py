@@ -83,23 +83,46 @@ def describe_method(method: str) -> str:
 _yield_cpu: Callable[[], None] = getattr(os, "sched_yield", lambda: time.sleep(0))
 
 
-def poll_briefly(conn: multiprocessing.connection.Connection, seconds: float) -> None:
-    """Returns once ``conn`` has something to read, or after ``seconds``: polls it, giving
-    the CPU away between polls. A message that comes within that time is then read without
-    the wake-up of a sleeping process (tens of microseconds, more where the process slept
-    longer); the CPU it costs is what other runnable processes do not take.
+def ready_check(conn: multiprocessing.connection.Connection) -> Callable[[], Any]:
+    """A cheap "has ``conn`` something to read?" for a busy wait: a ``select.poll`` made
+    once (``Connection.poll(0)`` builds a selector at every call, several microseconds).
+
+    Examples:
+        >>> import multiprocessing
+        >>> a, b = multiprocessing.Pipe()
+        >>> ready = ready_check(a)
+        >>> bool(ready()), b.send_bytes(b"x"), bool(ready())
+        (False, None, True)
+    """
+    if not hasattr(select, "poll"):
+        return lambda: conn.poll(0)
+    poller = select.poll()
+    poller.register(conn.fileno(), select.POLLIN)
+    return lambda: poller.poll(0)
+
+
+def poll_briefly(ready: Callable[[], Any], seconds: float) -> None:
+    """Returns once ``ready()`` says a pipe has something to read, or after ``seconds``:
+    polls it, giving the CPU away between polls. A message that comes within that time is
+    then read without the wake-up of a sleeping process (tens of microseconds, more where
+    the process slept longer); the CPU it costs is what other runnable processes do not take.
+
+    Args:
+        ready: says whether the pipe (or any of several) can be read: :func:`ready_check`,
+            or a ``select.poll`` object's ``poll`` bound to a zero timeout.
+        seconds: how long to poll at most.
 
     Examples:
         >>> import multiprocessing
         >>> a, b = multiprocessing.Pipe()
         >>> b.send_bytes(b"x")
-        >>> poll_briefly(a, 0.001)
+        >>> poll_briefly(ready_check(a), 0.001)
         >>> a.recv_bytes()
         b'x'
     """
-    poll, clock = conn.poll, time.perf_counter
+    clock = time.perf_counter
     end = clock() + seconds
-    while not poll(0) and clock() < end:
+    while not ready() and clock() < end:
         _yield_cpu()
 
 
@@ -158,9 +181,10 @@ def serve(obj: Any, conn: multiprocessing.connection.Connection, busy_wait: floa
     # the hot path (a step on shared memory: no arguments, no result) unpickles and pickles nothing
     bare_requests: dict[bytes, tuple[Any, tuple[Any, ...], dict[str, Any]]] = {}
     none_reply = dumps(None, protocol=PROTOCOL)
+    ready = ready_check(conn)
     while True:
         if busy_wait:  # the next request of a step loop comes soon: no sleep before it
-            poll_briefly(conn, busy_wait)
+            poll_briefly(ready, busy_wait)
         try:
             message = recv_bytes()
         except (EOFError, OSError):  # the parent is gone

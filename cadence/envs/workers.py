@@ -21,6 +21,7 @@ Examples:
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import multiprocessing
 import multiprocessing.connection
@@ -44,6 +45,7 @@ from cadence.envs._worker_process import (
     describe_method,
     poll_briefly,
     public_method_name,
+    ready_check,
     shutdown,
     start_worker,
 )
@@ -174,6 +176,7 @@ class WorkerPool:
         self._procs = self._state.processes
         self._fds = [-1] * n
         self._pollers: list[Any] = [None] * n
+        self._ready: list[Callable[[], Any]] = [bool] * n  # a busy wait's check of each pipe, made at launch
         self._dead: list[str | None] = [None] * n  # why a worker cannot serve, or None
         self._pending = [0] * n  # replies sent for but not read yet
         self._stale = [0] * n  # of those, replies of an interrupted call, to drop
@@ -691,6 +694,9 @@ class WorkerPool:
             poller.register(self._fds[i], select.POLLIN)
             poller.register(proc.sentinel, select.POLLIN)
             self._pollers[i] = poller
+            self._ready[i] = functools.partial(poller.poll, 0)  # the pipe or the process's end
+        else:
+            self._ready[i] = ready_check(parent_conn)
         self._dead[i] = None
         self._pending[i] = 1  # the factory's ready reply
         self._stale[i] = 0
@@ -739,9 +745,9 @@ class WorkerPool:
 
     def _receive(self, i: int, method: str, deadline: float | None) -> Any:
         conn = self._conns[i]
-        if self.busy_wait:
-            poll_briefly(conn, self.busy_wait)
         poller = self._pollers[i]
+        if self.busy_wait:
+            poll_briefly(self._ready[i], self.busy_wait)
         if poller is not None:
             ms = -1 if deadline is None else max(0, math.ceil((deadline - time.monotonic()) * 1000))
             ready = poller.poll(ms)
