@@ -569,8 +569,8 @@ def arrays_fit(env: EnvBase, truncated_optional: bool = False) -> bool:
     specs = env.full_done_spec
     if env.action_keys != ["action"] or env.reward_keys != ["reward"]:
         return False
-    names = sorted(specs.keys(True, True))
-    if names != ["done", "terminated", "truncated"] and not (truncated_optional and names == ["done", "terminated"]):
+    names = set(specs.keys(True, True))  # nested (per-agent) flags are tuples: not the layout
+    if names != {"done", "terminated", "truncated"} and not (truncated_optional and names == {"done", "terminated"}):
         return False
     return all(tuple(spec.shape) == (*batch, 1) for spec in (*specs.values(), env.full_reward_spec["reward"]))
 

@@ -11,6 +11,7 @@ from tensordict.nn import TensorDictModule
 from cadence.collectors import SyncDataCollector
 from cadence.data import Bounded, Composite, Unbounded
 from cadence.envs import EnvBase, ParallelEnv, PendulumEnv, SerialEnv, TransformedEnv
+from cadence.envs.array_simulator import arrays_fit
 from cadence.envs.torch_simulator import TorchEnvSimulator, torch_simulator_applies
 from cadence.envs.transforms import Compose, DoubleToFloat, RewardSum, StepCounter
 from cadence.envs.utils import SpecMismatchError
@@ -205,3 +206,15 @@ def test_a_step_counter_over_an_env_without_truncation_keeps_the_generic_batches
     for fast, slow in zip(*batches):
         assert_same_rollout(fast, slow)
     assert batches[0][0]["next", "truncated"].any()
+
+
+def test_per_agent_done_signals_keep_the_generic_path() -> None:
+    from tests.fakes import MultiLevelZerosEnv
+
+    env = MultiLevelZerosEnv()  # done flags for two agents besides the root's: not the arrays' layout
+    assert not arrays_fit(env) and not arrays_fit(env, truncated_optional=True)  # (what ParallelEnv's workers ask)
+    assert env._array_simulator() is None
+    with torch.no_grad():
+        data = env.rollout(3)
+    assert data["next", "agent1", "val"][-1].tolist() == [3, 3]
+    assert not SyncDataCollector(MultiLevelZerosEnv(), frames_per_batch=4, total_frames=4).uses_fast_path
