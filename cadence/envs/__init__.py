@@ -13,6 +13,7 @@ from cadence.envs.libs import get_available_libraries
 from cadence.envs.libs.dm_control import DMControlEnv, DMControlWrapper  # dm_control itself is imported lazily
 from cadence.envs.libs.envpool import MultiThreadedEnv, MultiThreadedEnvWrapper  # envpool itself is imported lazily
 from cadence.envs.libs.gym import GymEnv, GymWrapper, gym_backend, set_gym_backend
+from cadence.envs.marl_grouping import MarlGroupMapType, check_marl_grouping
 from cadence.envs.parallel import ParallelEnv
 from cadence.envs.transforms import *  # noqa: F403 - the transforms are importable from cadence.envs too
 from cadence.envs.transforms import __all__ as _transforms_all
@@ -38,6 +39,7 @@ __all__ = [
     "GymEnv",
     "GymLikeEnv",
     "GymWrapper",
+    "MarlGroupMapType",
     "MultiThreadedEnv",
     "MultiThreadedEnvWrapper",
     "ParallelEnv",
@@ -45,6 +47,7 @@ __all__ = [
     "RandomPolicy",
     "SerialEnv",
     "check_env_specs",
+    "check_marl_grouping",
     "default_info_dict_reader",
     "exploration_type",
     "get_available_libraries",

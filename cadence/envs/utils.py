@@ -24,6 +24,7 @@ from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import InteractionType, interaction_type, set_interaction_type
 
 from cadence.data import Composite, TensorSpec, Unbounded
+from cadence.envs.marl_grouping import MarlGroupMapType, check_marl_grouping  # the reference's home for them too
 
 if TYPE_CHECKING:  # pragma: no cover - imported for type hints only
     from cadence.envs.common import EnvBase
@@ -32,10 +33,12 @@ NestedKey = str | tuple[str, ...]
 
 __all__ = [
     "ExplorationType",
+    "MarlGroupMapType",
     "RandomPolicy",
     "SpecCheckError",
     "SpecMismatchError",
     "action_in_spec_dtype",
+    "check_marl_grouping",
     "policy_on_device",
     "check_env_specs",
     "exploration_type",
