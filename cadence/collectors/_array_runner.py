@@ -35,10 +35,10 @@ from tensordict import TensorDict, TensorDictBase
 
 from cadence.collectors._runners import TrajectoryIds
 from cadence.envs.array_simulator import (
-    ENV_ROOT_FLAGS,
     ArraySimulator,
     StepArrays,
     carried_entries,
+    env_entry_names,
     root_flag_names,
     with_env_data,
 )
@@ -110,8 +110,7 @@ class ArrayRunner:
         self.action_spec = env.full_action_spec["action"]
         self.obs: dict[str, np.ndarray] | None = None  # the observation the env stands at
         self.carried: dict[str, torch.Tensor] = {}
-        # the env's own entries, by top-level name (a nested observation's whole sub-tensordict)
-        self._env_keys = {*(key if isinstance(key, str) else key[0] for key in self.keys), *ENV_ROOT_FLAGS}
+        self._env_keys = env_entry_names(self.keys)
         self._flags = torch.zeros((*self.batch_size, 1), dtype=torch.bool)
         self._flag_names = root_flag_names(env)  # the root done flags the env declares (a counter adds "truncated")
         self._base_truncates = "truncated" in base.full_done_spec.keys()
@@ -278,8 +277,7 @@ class ArrayRunner:
         entries.update({name: torch.zeros((*batch_size, 1), dtype=torch.bool) for name in names})
         for key, values in recorded.items():
             entries[key] = torch.stack(values, nb)
-        flags = {"done": np.logical_or(arrays.terminated, arrays.truncated), "terminated": arrays.terminated,
-                 "truncated": arrays.truncated}
+        flags = arrays.flags()
         following: dict[Any, Any] = {key: arrange(array) for key, array in arrays.next_obs.items()}
         following["reward"] = arrange(arrays.reward, True)
         following.update({name: arrange(flags[name], True) for name in names})

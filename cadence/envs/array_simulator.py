@@ -54,6 +54,7 @@ if TYPE_CHECKING:  # pragma: no cover - type hints only (the env core builds on 
 __all__ = [
     "ArraySimulator",
     "arrays_fit",
+    "env_entry_names",
     "root_flag_names",
     "SerialSimulators",
     "StepArrays",
@@ -218,6 +219,16 @@ class StepArrays:
         reward = np.empty((steps, *batch), dtype=numpy_dtype(env.full_reward_spec["reward"].dtype))
         return cls(next_obs, root_obs, reward, np.zeros((steps, *batch), dtype=bool),
                    np.zeros((steps, *batch), dtype=bool))
+
+    def flags(self) -> dict[str, np.ndarray]:
+        """The three done flags of every step, by name (``"done"`` computed).
+
+        Examples:
+            >>> arrays = StepArrays({}, {}, np.zeros(2), np.array([True, False]), np.array([False, True]))
+            >>> arrays.flags()["done"].tolist()
+            [True, True]
+        """
+        return {"done": self.terminated | self.truncated, "terminated": self.terminated, "truncated": self.truncated}
 
     def row(self, index: int) -> StepArrays:
         """The arrays of batch row ``index`` (views: what is written there lands here)."""
@@ -588,6 +599,17 @@ def root_flag_names(env: EnvBase) -> tuple[str, ...]:
     return tuple(name for name in ENV_ROOT_FLAGS if name in declared)
 
 
+def env_entry_names(observation_keys: Sequence[Any]) -> set[str]:
+    """The env's own root entries, by top-level name: the observations (a nested one's whole
+    sub-tensordict) and the done flags; what a policy wrote is everything else.
+
+    Examples:
+        >>> sorted(env_entry_names(["th", ("params", "g")]))
+        ['done', 'params', 'terminated', 'th', 'truncated']
+    """
+    return {*(key if isinstance(key, str) else key[0] for key in observation_keys), *ENV_ROOT_FLAGS}
+
+
 def carried_entries(data: TensorDictBase, observation_keys: Sequence[str] = ("observation",)) -> dict[str, Any]:
     """What the policy wrote that the next step's input keeps (``step_mdp``'s rule): its
     root entries but the action and the env's own, then its ``"next"`` entries moved up,
@@ -603,8 +625,7 @@ def carried_entries(data: TensorDictBase, observation_keys: Sequence[str] = ("ob
         >>> carried_entries(data)["hidden"].tolist()
         [2.0]
     """
-    # the env's own entries, by top-level name (a nested observation's whole sub-tensordict)
-    env_keys = {*(key if isinstance(key, str) else key[0] for key in observation_keys), *ENV_ROOT_FLAGS}
+    env_keys = env_entry_names(observation_keys)
     carried: dict[str, Any] = {}
     written_next = None
     for key, value in data.items():
@@ -657,7 +678,7 @@ def assemble_rollout(
     if set_truncated:
         arrays.truncated[steps - 1] = True
     names = root_flag_names(env)
-    flags = {"done": arrays.terminated | arrays.truncated, "terminated": arrays.terminated, "truncated": arrays.truncated}
+    flags = arrays.flags()
     following = {key: arrange(array) for key, array in arrays.next_obs.items()}
     following["reward"] = arrange(arrays.reward, True)
     following.update({name: arrange(flags[name], True) for name in names})

@@ -93,9 +93,7 @@ class TorchEnvSimulator(ArraySimulator):
     def __init__(self, env: EnvBase) -> None:
         super().__init__(env, list(env.full_observation_spec.keys(True, True)))
         # what the next _step reads: the observation and state entries, by top-level name
-        top = {key if isinstance(key, str) else key[0] for key in env.full_observation_spec.keys()}
-        top |= {key if isinstance(key, str) else key[0] for key in env.full_state_spec.keys()}
-        self._carried = sorted(top)
+        self._carried = sorted({*env.full_observation_spec.keys(), *env.full_state_spec.keys()})
         self.state_in_data = len(env.full_state_spec.keys()) > 0
         self.resets_draw_from_env_rng = True  # a torch env's reset may use env.rng
         self._declared = {
