@@ -5,7 +5,7 @@ from __future__ import annotations
 import gymnasium
 import numpy as np
 import torch
-from tensordict import TensorDict, TensorDictBase
+from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
 from cadence.data import Bounded, Categorical, Composite, Unbounded
 from cadence.envs import EnvBase, GymEnv
@@ -178,3 +178,86 @@ class OffSpaceEnv(gymnasium.Env):
     def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
         self.t += 1
         return self._obs("step"), 0.0, self.t >= 4, False, {}
+
+
+class HeterogeneousAgentsEnv(EnvBase):
+    """Agents of one group that differ in shape: agent ``i`` observes a vector of ``2 + i``
+    numbers and acts with ``1 + i``. Per-agent data sit under ``"agents"`` (a lazily
+    stacked TensorDict, agents second after the envs), the done flags are shared at the
+    root; episodes end after ``max_steps``."""
+
+    def __init__(self, n_agents: int = 3, num_envs: int = 2, max_steps: int = 4) -> None:
+        super().__init__(batch_size=(num_envs,))
+        self.n_agents, self.max_steps = n_agents, max_steps
+        batch = (num_envs,)
+        per_agent = [
+            Composite(
+                observation=Unbounded(shape=batch + (2 + i,)),
+                action=Bounded(-1.0, 1.0, shape=batch + (1 + i,)),
+                reward=Unbounded(shape=batch + (1,)),
+                shape=batch,
+            )
+            for i in range(n_agents)
+        ]
+        agents = torch.stack(per_agent, dim=1)
+        self.observation_spec = Composite(agents=agents.select("observation"), shape=batch)
+        self.action_spec = Composite(agents=agents.select("action"), shape=batch)
+        self.reward_spec = Composite(agents=agents.select("reward"), shape=batch)
+        self.positions = [torch.zeros(num_envs, 2 + i) for i in range(n_agents)]
+        self.steps = torch.zeros(num_envs, 1, dtype=torch.long)
+
+    def _agents(self, per_agent: list[dict[str, torch.Tensor]]) -> TensorDictBase:
+        tds = [TensorDict(entries, batch_size=self.batch_size) for entries in per_agent]
+        return LazyStackedTensorDict.lazy_stack(tds, dim=1)
+
+    def _reset(self, tensordict: TensorDictBase | None) -> TensorDictBase:
+        mask = None if tensordict is None else tensordict.get("_reset", None)
+        keep = torch.zeros(*self.batch_size, 1, dtype=torch.bool) if mask is None else ~mask
+        self.positions = [torch.where(keep, p, torch.zeros_like(p)) for p in self.positions]
+        self.steps = torch.where(keep, self.steps, torch.zeros_like(self.steps))
+        return TensorDict({"agents": self._agents([{"observation": p.clone()} for p in self.positions])}, self.batch_size)
+
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        actions = tensordict["agents"].get("action", as_list=True)
+        per_agent = []
+        for i, (position, action) in enumerate(zip(self.positions, actions)):
+            position = position.clone()
+            position[:, : 1 + i] += 0.1 * action
+            self.positions[i] = position
+            per_agent.append({"observation": position.clone(), "reward": -position.norm(dim=-1, keepdim=True)})
+        self.steps = self.steps + 1
+        done = self.steps >= self.max_steps
+        return TensorDict(
+            {"agents": self._agents(per_agent), "done": done, "terminated": done.clone()}, self.batch_size
+        )
+
+
+class RandomPixelsEnv(EnvBase):
+    """Emits random channel-last ``uint8`` frames (``"pixels"``, ``size`` x ``size`` x 3)
+    drawn from its own generator (seeded by ``set_seed``); takes an action in [-1, 1]
+    (ignored), rewards 0 and terminates after ``max_steps`` steps."""
+
+    def __init__(self, size: int = 16, max_steps: int = 100) -> None:
+        super().__init__()
+        self.size = size
+        self.max_steps = max_steps
+        self.observation_spec = Composite(pixels=Bounded(0, 255, shape=(size, size, 3), dtype=torch.uint8))
+        self.action_spec = Bounded(-1.0, 1.0, shape=(1,))
+        self.frame_rng = torch.Generator().manual_seed(0)
+        self.steps = 0
+
+    def _frame(self) -> torch.Tensor:
+        return torch.randint(0, 256, (self.size, self.size, 3), generator=self.frame_rng, dtype=torch.uint8)
+
+    def _set_seed(self, seed: int | None) -> None:
+        if seed is not None:
+            self.frame_rng.manual_seed(seed)
+
+    def _reset(self, tensordict: TensorDictBase | None) -> TensorDictBase:
+        self.steps = 0
+        return TensorDict({"pixels": self._frame()}, [])
+
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        self.steps += 1
+        done = torch.tensor([self.steps >= self.max_steps])
+        return TensorDict({"pixels": self._frame(), "reward": torch.zeros(1), "done": done}, [])

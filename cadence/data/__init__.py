@@ -18,6 +18,8 @@ from .specs import (
     NonTensorSpec,
     OneHot,
     OneHotDiscreteTensorSpec,
+    Stacked,
+    StackedComposite,
     TensorSpec,
     Unbounded,
     UnboundedContinuous,
@@ -33,6 +35,8 @@ from .replay_buffers import __all__ as _replay_buffers_all
 __all__ = [
     "TensorSpec",
     "Composite",
+    "Stacked",
+    "StackedComposite",
     "Bounded",
     "Unbounded",
     "UnboundedContinuous",

@@ -32,6 +32,7 @@ from cadence.envs.common import EnvBase, EnvMetaData
 from cadence.envs.seeding import validate_seed
 from cadence.envs.array_simulator import ArraySimulator, SerialSimulators
 from cadence.envs.step_values import StepValues
+from cadence.envs.utils import exclude_pruned
 
 __all__ = ["BatchedEnvBase", "EnvCreator", "SerialEnv"]
 
@@ -368,7 +369,7 @@ class SerialEnv(BatchedEnvBase):
             sub = env.step(tensordict[i])
             result = sub.get("next")
             results.append(result)
-            self._current[i] = result.exclude(*reward_keys)
+            self._current[i] = exclude_pruned(result, reward_keys)  # no emptied per-agent levels
         self._current_entries = None
         return torch.stack(results, 0)
 
@@ -409,7 +410,7 @@ class SerialEnv(BatchedEnvBase):
 
     def _moved_on(self, data: TensorDictBase) -> None:
         """The sub-envs moved on outside step()/reset(): each now stands at its last "next" data."""
-        last = data[..., -1].get("next").exclude(*self.reward_keys)
+        last = exclude_pruned(data[..., -1].get("next"), self.reward_keys)
         self._current = list(last.unbind(0))
         self._current_entries = None
 

@@ -41,13 +41,13 @@ from typing import TYPE_CHECKING, Any
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from cadence.data import Composite, TensorSpec, Unbounded
+from cadence.data import Composite, Stacked, TensorSpec, Unbounded
 from cadence.envs.env_specs import EnvSpecs, as_tuple_key, unwrap_key
 from cadence.envs.metadata import EnvMetaData
 from cadence.envs.rollouts import EnvRollouts
 from cadence.envs.seeding import SEED_RANGE, next_seed, validate_seed
 from cadence.envs.step_values import StepValues
-from cadence.envs.utils import action_in_spec_dtype, check_in_spec, step_mdp
+from cadence.envs.utils import action_in_spec_dtype, check_in_spec, read_entry, step_mdp
 
 if TYPE_CHECKING:  # pragma: no cover - type hints only (these modules build on this one)
     from cadence.envs.array_simulator import ArraySimulator
@@ -72,6 +72,19 @@ def _expand_mask(mask: torch.Tensor, shape: torch.Size) -> torch.Tensor:
 
 def _shape_matches(expected: torch.Size, got: torch.Size) -> bool:
     return len(expected) == len(got) and all(e in (-1, g) for e, g in zip(expected, got))
+
+
+def _check_ragged_action(key: NestedKey, spec: Stacked, values: list[torch.Tensor], leading: int) -> None:
+    """The shape and dtype checks of step() for an action whose elements differ in shape."""
+    if len(values) != len(spec.specs):
+        raise ValueError(f"Action {key!r}: expected {len(spec.specs)} stacked values (spec {spec}), got {len(values)}.")
+    for i, (element, value) in enumerate(zip(spec.specs, values)):
+        if value.ndim != leading + element.ndim or not _shape_matches(element.shape, value.shape[leading:]):
+            raise ValueError(
+                f"Action {key!r}, element {i}: expected shape {tuple(element.shape)}, got {tuple(value.shape)}."
+            )
+        if value.dtype != element.dtype:
+            raise TypeError(f"Action {key!r}, element {i}: expected dtype {element.dtype}, got {value.dtype}.")
 
 
 class EnvBase(EnvSpecs, EnvRollouts, torch.nn.Module):
@@ -231,12 +244,15 @@ class EnvBase(EnvSpecs, EnvRollouts, torch.nn.Module):
             )
         leading = tensordict.batch_dims - self.batch_dims
         for key, trailing, dtype, spec in self._action_checks():
-            value = tensordict.get(key, None)
+            value = read_entry(tensordict, key, spec, leading=leading)
             if value is None:
                 raise KeyError(
                     f"step() needs the action {key!r} (spec {spec}) in its input; the input holds "
                     f"{sorted(map(str, tensordict.keys(True, True)))}."
                 )
+            if isinstance(spec, Stacked):  # agents acting in different shapes: one check each
+                _check_ragged_action(key, spec, value, leading)
+                continue
             if not _shape_matches(trailing, value.shape[leading + self.batch_dims :]) or value.ndim != len(
                 trailing
             ) + leading + self.batch_dims:
@@ -252,10 +268,11 @@ class EnvBase(EnvSpecs, EnvRollouts, torch.nn.Module):
         """``run_type_checks``: every action and state entry present in the input lies in
         its spec (a NaN action in a ``Bounded`` spec, say, is caught here, by key)."""
         inputs = self.input_spec
+        leading = tensordict.batch_dims - self.batch_dims
         for part in ("full_action_spec", "full_state_spec"):
             specs = inputs[part]
             for key in specs.keys(True, True):
-                value = tensordict.get(key, None)
+                value = read_entry(tensordict, key, specs[key], leading=leading)
                 if value is not None:
                     check_in_spec(specs[key], value, f"step() input {key!r}")
 
@@ -391,7 +408,7 @@ class EnvBase(EnvSpecs, EnvRollouts, torch.nn.Module):
         """``run_type_checks``: every output entry present lies in its spec."""
         spec = self._step_spec()["next"]
         for key in spec.keys(True, True):
-            value = data.get(key, None)
+            value = read_entry(data, key, spec[key], leading=data.batch_dims - self.batch_dims)
             if value is not None:
                 check_in_spec(spec[key], value, f"{where} output {key!r}")
 
@@ -573,7 +590,9 @@ class EnvBase(EnvSpecs, EnvRollouts, torch.nn.Module):
         extra = tensordict.batch_size[: tensordict.batch_dims - self.batch_dims] or None
         keys = self.action_keys
         if len(keys) == 1:  # the common case: one leaf, no intermediate tensordict
-            return tensordict.set(keys[0], self.full_action_spec[keys[0]].rand(extra, generator=self.rng))
+            leaf = self.full_action_spec[keys[0]]
+            if not isinstance(leaf, Stacked):  # agents acting in different shapes go through their Composite
+                return tensordict.set(keys[0], leaf.rand(extra, generator=self.rng))
         tensordict.update(self.full_action_spec.rand(extra, generator=self.rng))
         return tensordict
 

@@ -54,6 +54,7 @@ from cadence.envs._shared_memory import anonymous_like
 from cadence.envs.array_simulator import ArraySimulator, arrays_fit
 from cadence.envs.batched import BatchedEnvBase, BatchedMethod, EnvCreator, EnvFactory, SerialEnv
 from cadence.envs.common import next_seed
+from cadence.envs.utils import exclude_pruned
 from cadence.envs.workers import WorkerDiedError, WorkerError, WorkerPool, default_start_method
 
 __all__ = ["ParallelEnv", "ParallelSimulators"]
@@ -549,7 +550,7 @@ class ParallelEnv(BatchedEnvBase):
                 answers[index] = out
             results = [answers[i] for i in range(self.num_workers)]
             for index, result in enumerate(results):
-                self._current[index] = result.exclude(*self.reward_keys)
+                self._current[index] = exclude_pruned(result, self.reward_keys)
             return self._stack(results)
         shared.input.update_(tensordict.select(*shared.input_keys))
         self._step_shared()
@@ -605,7 +606,7 @@ class ParallelEnv(BatchedEnvBase):
         data = torch.stack([chunks[i] for i in range(self.num_workers)], 0)
         data.names = [None] * (data.batch_dims - 1) + ["time"]
         if self._shared is None:
-            last = data[..., -1].get("next").exclude(*self.reward_keys)
+            last = exclude_pruned(data[..., -1].get("next"), self.reward_keys)
             self._current = list(last.unbind(0))
         return data
 

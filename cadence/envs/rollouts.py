@@ -34,6 +34,19 @@ __all__ = ["EnvRollouts"]
 Policy = Callable[[TensorDictBase], TensorDictBase | None]
 
 
+def _name_time_dim(result: TensorDictBase) -> None:
+    """Names the last batch dim of a rollout ``"time"``.
+
+    tensordict cannot name the dims of a lazy stack whose entries differ in shape across
+    its parts (heterogeneous agents gathered from several workers): those stay unnamed.
+    """
+    try:
+        result.names = [None] * (result.batch_dims - 1) + ["time"]
+    except RuntimeError:
+        if not isinstance(result, LazyStackedTensorDict):
+            raise
+
+
 class EnvRollouts:
     """``rollout`` and its shortcuts, mixed into ``EnvBase``: they use its ``reset``,
     ``step``, ``_step_mdp``, ``_reset_done`` and specs.
@@ -161,7 +174,7 @@ class EnvRollouts:
                 else:
                     current, _ = self._reset_done(current)
         result = self._stack_steps(steps, return_contiguous and not self._has_dynamic_specs())
-        result.names = [None] * (result.batch_dims - 1) + ["time"]
+        _name_time_dim(result)
         if set_truncated:
             self._mark_truncated(result)
         return result

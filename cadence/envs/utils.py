@@ -23,7 +23,8 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import InteractionType, interaction_type, set_interaction_type
 
-from cadence.data import Composite, TensorSpec, Unbounded
+from cadence.data import Composite, Stacked, TensorSpec, Unbounded
+from cadence.envs.env_specs import as_tuple_key
 from cadence.envs.marl_grouping import MarlGroupMapType, check_marl_grouping  # the reference's home for them too
 
 if TYPE_CHECKING:  # pragma: no cover - imported for type hints only
@@ -146,17 +147,48 @@ def _step_mdp(
     next_td = tensordict.get("next")
     excluded = _excluded_keys(exclude_reward, exclude_done, reward_keys, done_keys)
     out = next_td.exclude(*excluded) if excluded else next_td.copy()
+    _drop_emptied(out, excluded)
     if keep_other:
         root_excluded: list[NestedKey] = ["next"]
         if exclude_action:
             root_excluded += _as_key_list(action_keys)
         root = tensordict.exclude(*root_excluded, *excluded)
+        _drop_emptied(root, [*root_excluded, *excluded])
         root.update(out)
         out = root
     if next_tensordict is not None:
         next_tensordict.update(out)
         return next_tensordict
     return out
+
+
+def exclude_pruned(data: TensorDictBase, keys: Sequence[NestedKey]) -> TensorDictBase:
+    """``data.exclude(*keys)`` without the sub-tensordicts that leaving nested keys out
+    emptied: a ``("player0", "reward")`` reward leaves no empty ``"player0"`` behind (as in
+    the reference's ``step_mdp``), so that the steps of a rollout keep the same keys.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> data = TensorDict({"obs": torch.zeros(1), "player0": {"reward": torch.ones(1)}}, [])
+        >>> list(exclude_pruned(data, [("player0", "reward")]).keys())
+        ['obs']
+    """
+    out = data.exclude(*keys)
+    _drop_emptied(out, keys)
+    return out
+
+
+def _drop_emptied(data: TensorDictBase, excluded: Sequence[NestedKey]) -> None:
+    """Removes, in place, the sub-tensordicts of ``data`` that leaving the nested
+    ``excluded`` keys out emptied, deepest first."""
+    for key in excluded:
+        if not isinstance(key, tuple):
+            continue
+        for depth in range(len(key) - 1, 0, -1):
+            sub = data.get(key[:depth], None)
+            if isinstance(sub, TensorDictBase) and not any(True for _ in sub.keys()):
+                del data[key[:depth]]
 
 
 def _excluded_keys(
@@ -190,27 +222,63 @@ def _flat_step_mdp(
     action_keys: NestedKey | Sequence[NestedKey],
 ) -> TensorDictBase | None:
     """:func:`step_mdp` by moving entries between dicts, for the step loop's common layout:
-    plain TensorDicts whose entries (but ``"next"``) are tensors, and string keys to leave
-    out; ``None`` for anything else (the tensordict operations serve it)."""
+    plain TensorDicts all the way down (nested groups of agents included); ``None`` for
+    anything else, such as a lazy stack (the tensordict operations serve it)."""
     if type(tensordict) is not TensorDict:
         return None
     next_td = tensordict.get("next", None)
     if type(next_td) is not TensorDict:
         return None
-    excluded = set(_excluded_keys(exclude_reward, exclude_done, reward_keys, done_keys))
-    root_excluded = {"next", *excluded, *(_as_key_list(action_keys) if exclude_action else ())}
-    if any(type(key) is not str for key in root_excluded):
+    excluded = {as_tuple_key(key) for key in _excluded_keys(exclude_reward, exclude_done, reward_keys, done_keys)}
+    root_excluded = {("next",), *excluded, *(as_tuple_key(key) for key in (_as_key_list(action_keys) if exclude_action else ()))}
+    entries = _moved_entries(tensordict, next_td, root_excluded, excluded, ())
+    if entries is None:
         return None
-    entries: dict[str, torch.Tensor] = {}
-    for source, dropped in ((tensordict, root_excluded), (next_td, excluded)):
-        for key, value in source.items():
-            if key in dropped:
-                continue
-            if not isinstance(value, torch.Tensor):  # a nested entry: update() merges it, a dict would replace it
-                return None
-            entries[key] = value
     names = tensordict.names if tensordict.batch_dims else None
     return TensorDict(entries, batch_size=tensordict.batch_size, device=tensordict.device, names=names)
+
+
+def _moved_entries(
+    root: TensorDict | None,
+    nxt: TensorDict | None,
+    root_excluded: set[tuple[str, ...]],
+    next_excluded: set[tuple[str, ...]],
+    prefix: tuple[str, ...],
+) -> dict[str, Any] | None:
+    """The entries at ``prefix`` of the next step's input: ``root``'s then ``nxt``'s (which
+    win), less the excluded paths; a sub-tensordict that the exclusions emptied is left out.
+    ``None`` where the layout is not plain TensorDicts of tensors."""
+    entries: dict[str, Any] = {}
+    nested: dict[str, list[TensorDict | None]] = {}
+    for slot, (source, dropped) in enumerate(((root, root_excluded), (nxt, next_excluded))):
+        if source is None:
+            continue
+        for key, value in source.items():
+            if prefix + (key,) in dropped:
+                continue
+            if isinstance(value, torch.Tensor):
+                if key in nested:
+                    return None  # a tensor in one, a tensordict in the other
+                entries[key] = value
+            elif type(value) is TensorDict:
+                if key in entries:
+                    return None
+                nested.setdefault(key, [None, None])[slot] = value
+            else:
+                return None
+    for key, (sub_root, sub_next) in nested.items():
+        sub = _moved_entries(sub_root, sub_next, root_excluded, next_excluded, prefix + (key,))
+        if sub is None:
+            return None
+        template = sub_next if sub_next is not None else sub_root
+        assert template is not None
+        had_entries = any(True for _ in template.keys()) or (sub_root is not None and any(True for _ in sub_root.keys()))
+        if sub or not had_entries:
+            entries[key] = _new_tensordict(sub, template.batch_size, template.device)
+    return entries
+
+
+_new_tensordict = getattr(TensorDict, "_new_unsafe", TensorDict)  # entries taken from valid tensordicts
 
 
 def terminated_or_truncated(
@@ -378,6 +446,39 @@ def policy_on_device(policy: Callable[[TensorDictBase], Any], device: torch.devi
     return on_its_device
 
 
+def read_entry(data: TensorDictBase, key: NestedKey, spec: TensorSpec, default: Any = None, *, leading: int = 0) -> Any:
+    """``data[key]``, or a list of one tensor per element where ``spec`` stacks elements of
+    different shapes (heterogeneous agents, whose values cannot form one tensor).
+
+    The elements are read along the spec's stack dim however the data are stacked (a
+    batched env may stack its workers' data lazily along the env dim, say).
+
+    Args:
+        data: the TensorDict to read.
+        key: the entry.
+        spec: the entry's spec.
+        default: returned when the entry is absent.
+        leading: how many leading dims ``data`` has beyond the spec's (a rollout's time dim).
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import LazyStackedTensorDict, TensorDict
+        >>> from cadence.data import Unbounded
+        >>> spec = torch.stack([Unbounded(shape=(3,)), Unbounded(shape=(5,))])
+        >>> agents = LazyStackedTensorDict.lazy_stack([TensorDict(o=torch.zeros(3)), TensorDict(o=torch.zeros(5))])
+        >>> [v.shape for v in read_entry(agents, "o", spec)]
+        [torch.Size([3]), torch.Size([5])]
+    """
+    if not isinstance(spec, Stacked):
+        return data.get(key, default)
+    path = (key,) if isinstance(key, str) else tuple(key)
+    parent = data if len(path) == 1 else data.get(path[:-1], None)
+    if parent is None:
+        return default
+    values = [part.get(path[-1], None) for part in parent.unbind(leading + spec.stack_dim)]
+    return default if any(v is None for v in values) else values
+
+
 def check_in_spec(spec: TensorSpec, value: Any, what: str) -> None:
     """Raises ``SpecMismatchError`` naming ``what`` (the key), the spec, why and the
     value, if ``value`` is not in ``spec``: another dtype or shape, or a value outside
@@ -509,6 +610,9 @@ def check_env_specs(
         env.run_type_checks = checks_before
     specs = env._step_spec()
     replaced = _auto_reset_replaced_keys(env)
+    # each action met the mask of legal moves of its own step (run_type_checks checked it
+    # then); the mask the specs hold now is the last position's, so it is left out here
+    masked_actions = {as_tuple_key(key) for key in env.action_keys if getattr(specs[key], "mask", None) is not None}
     for t in range(rollout.batch_size[-1]):
         step = rollout[..., t]
         real_keys = set(step.keys(include_nested=True, leaves_only=True))
@@ -521,16 +625,26 @@ def check_env_specs(
                 f"data: {missing}; in the data but not in the specs: {extra}."
             )
         for key in sorted(fake_keys, key=str):
-            spec, got = specs[key], step.get(key)
-            if not _shapes_agree(spec.shape, got.shape):
-                raise SpecCheckError(
-                    f"Key {key!r}: the spec has shape {tuple(spec.shape)} but the env produced "
-                    f"shape {tuple(got.shape)} at step {t}."
-                )
-            if check_dtype and spec.dtype != got.dtype:
-                raise SpecCheckError(
-                    f"Key {key!r}: the spec has dtype {spec.dtype} but the env produced dtype {got.dtype} at step {t}."
-                )
+            spec, got = specs[key], read_entry(step, key, specs[key], leading=step.batch_dims - env.batch_dims)
+            if as_tuple_key(key) in masked_actions:
+                spec = spec.clone()
+                spec.update_mask(None)
+            # agents that differ in shape are compared one by one
+            if isinstance(spec, Stacked):
+                parts = [(s, g, f" (element {i})") for i, (s, g) in enumerate(zip(spec.specs, got))]
+            else:
+                parts = [(spec, got, "")]
+            for part_spec, part, which in parts:
+                if not _shapes_agree(part_spec.shape, part.shape):
+                    raise SpecCheckError(
+                        f"Key {key!r}{which}: the spec has shape {tuple(part_spec.shape)} but the env produced "
+                        f"shape {tuple(part.shape)} at step {t}."
+                    )
+                if check_dtype and part_spec.dtype != part.dtype:
+                    raise SpecCheckError(
+                        f"Key {key!r}{which}: the spec has dtype {part_spec.dtype} but the env produced dtype "
+                        f"{part.dtype} at step {t}."
+                    )
             if key in replaced:
                 got = _unmask_auto_reset(env, spec, got, step)
             if not spec.is_in(got):

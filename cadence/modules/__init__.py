@@ -1,5 +1,5 @@
 """Modules: networks, tensordict policies and value functions, action
-distributions and exploration wrappers.
+distributions, exploration wrappers and world models.
 
 Examples:
     >>> import torch
@@ -23,7 +23,18 @@ from cadence.modules.actors import (
 )
 from cadence.modules.distributions import Delta, MaskedCategorical, OneHotCategorical, TanhDelta, TanhNormal
 from cadence.modules.exploration import AdditiveGaussianModule, EGreedyModule, OrnsteinUhlenbeckProcessModule
+from cadence.modules.model_based import (
+    DreamerActor,
+    ObsDecoder,
+    ObsEncoder,
+    RSSMPosterior,
+    RSSMPrior,
+    RSSMRollout,
+    WorldModelWrapper,
+)
 from cadence.modules.models import MLP, ConvNet, DdpgMlpActor, DdpgMlpQNet, SquashDims
+from cadence.modules.resnet import ResNet, resnet18, resnet34, resnet50
+from cadence.modules.vit import VisionTransformer, vit_base_patch16, vit_large_patch16
 
 __all__ = [
     "MLP",
@@ -48,4 +59,18 @@ __all__ = [
     "OrnsteinUhlenbeckProcessModule",
     "AdditiveGaussianModule",
     "EGreedyModule",
+    "WorldModelWrapper",
+    "RSSMPrior",
+    "RSSMPosterior",
+    "RSSMRollout",
+    "ObsEncoder",
+    "ObsDecoder",
+    "DreamerActor",
+    "ResNet",
+    "resnet18",
+    "resnet34",
+    "resnet50",
+    "VisionTransformer",
+    "vit_base_patch16",
+    "vit_large_patch16",
 ]

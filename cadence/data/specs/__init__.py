@@ -14,8 +14,10 @@ Things to know:
 - **Stacking**: ``torch.stack(specs, dim)`` stacks identical specs into an expanded spec,
   specs that differ in per-element parameters (``Bounded`` bounds, masks,
   ``MultiCategorical`` nvec) into one spec with stacked parameters, and Composites child
-  by child. Specs of different classes, shapes, dtypes or devices raise ``ValueError``
-  (no heterogeneous stacks).
+  by child. Specs of one class whose shapes differ (heterogeneous agents) give a
+  ``Stacked`` spec (``-1`` where sizes differ), and Composites holding them a
+  ``StackedComposite`` whose values are ``LazyStackedTensorDict``s. Specs of different
+  classes, dtypes, devices or numbers of dims raise ``ValueError``.
 - ``zero()`` is zero-filled even where zero lies outside the domain (e.g. ``OneHot``).
 - **NaN**: never in a ``Bounded`` spec (whatever its bounds); always in an ``Unbounded``
   float spec, which checks only dtype and shape (the reference library's rule).
@@ -38,9 +40,10 @@ from __future__ import annotations
 import torch
 
 from .base import DEVICE_TYPING, ShapeLike, TensorSpec, stack_specs
-from .composite import Composite, NestedKey
+from .composite import Composite, NestedKey, StackedComposite
 from .discrete import Binary, Categorical, MultiCategorical, MultiOneHot, OneHot
 from .leaves import Bounded, NonTensor, Unbounded
+from .stacked import Stacked
 
 
 class UnboundedContinuous(Unbounded):
@@ -103,6 +106,8 @@ __all__ = [
     "MultiCategorical",
     "MultiOneHot",
     "NonTensor",
+    "Stacked",
+    "StackedComposite",
     "CompositeSpec",
     "BoundedTensorSpec",
     "UnboundedContinuousTensorSpec",

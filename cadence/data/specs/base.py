@@ -208,6 +208,8 @@ class TensorSpec:
     _value_param_names: ClassVar[tuple[str, ...]] = ()
     #: names of plain attributes that take part in ==
     _eq_attrs: ClassVar[tuple[str, ...]] = ()
+    #: True for classes whose ``_stack`` handles elements of different shapes itself (Composite)
+    _stacks_ragged_itself: ClassVar[bool] = False
 
     shape: torch.Size
     dtype: torch.dtype | None
@@ -684,8 +686,10 @@ def stack_specs(specs: Sequence[TensorSpec], dim: int = 0) -> TensorSpec:
 
     Identical specs give an expanded spec; specs that differ only in their per-element
     parameters (e.g. :class:`Bounded` bounds) give one spec with stacked parameters;
-    :class:`Composite` specs stack child by child. Specs of different classes, dtypes,
-    devices or shapes raise ``ValueError``: heterogeneous stacks are not supported.
+    :class:`Composite` specs stack child by child. Specs of one class whose shapes differ
+    (heterogeneous agents) give a :class:`~cadence.data.specs.stacked.Stacked` spec that
+    keeps them one by one, with ``-1`` where their sizes differ. Specs of different
+    classes, dtypes, devices or numbers of dims raise ``ValueError``.
 
     Args:
         specs: the specs to stack (at least one).
@@ -710,11 +714,10 @@ def stack_specs(specs: Sequence[TensorSpec], dim: int = 0) -> TensorSpec:
                 f"torch.stack: cannot stack specs of different classes: "
                 f"element 0 is {type(first).__name__}, element {i} is {type(s).__name__}"
             )
-        if s.shape != first.shape:
+        if s.shape != first.shape and (s.ndim != first.ndim or _ragged_stack is None):
             raise ValueError(
-                f"torch.stack: cannot stack specs of different shapes: element 0 has shape "
-                f"{tuple(first.shape)}, element {i} has shape {tuple(s.shape)} "
-                "(heterogeneous stacks are not supported; pad the specs or keep them under separate keys)"
+                f"torch.stack: cannot stack specs with different numbers of dims: element 0 has shape "
+                f"{tuple(first.shape)}, element {i} has shape {tuple(s.shape)}"
             )
         if s.dtype != first.dtype:
             raise ValueError(
@@ -726,4 +729,16 @@ def stack_specs(specs: Sequence[TensorSpec], dim: int = 0) -> TensorSpec:
                 f"torch.stack: cannot stack specs on different devices: element 0 is on {first.device}, "
                 f"element {i} is on {s.device}"
             )
+    if _ragged_stack is not None and any(s.shape != first.shape for s in specs) and not first._stacks_ragged_itself:
+        return _ragged_stack(specs, dim)
     return type(first)._stack(specs, dim)
+
+
+#: builds the stack of same-class specs whose shapes differ (``Stacked``); registered by
+#: ``cadence.data.specs.stacked`` when it is imported, so that this module needs no import of it
+_ragged_stack: Callable[[list[TensorSpec], int], TensorSpec] | None = None
+
+
+def _register_ragged_stack(build: Callable[[list[TensorSpec], int], TensorSpec]) -> None:
+    global _ragged_stack
+    _ragged_stack = build

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import torch
-from tensordict import TensorDict, TensorDictBase
+from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
 from .base import (
     DEVICE_TYPING,
@@ -21,8 +21,9 @@ from .base import (
     _to_size,
     stack_specs,
 )
+from .stacked import Stacked
 
-__all__ = ["Composite", "NestedKey"]
+__all__ = ["Composite", "NestedKey", "StackedComposite"]
 
 NestedKey = str | tuple[str, ...]
 
@@ -59,6 +60,22 @@ def _lookup(val: Any, key: NestedKey) -> Any:
         else:
             return _NO_DEFAULT
     return val
+
+
+def _ragged_dim_among(specs: Iterable[TensorSpec], batch_ndim: int) -> int | None:
+    """The first of the ``batch_ndim`` leading dims along which one of ``specs`` stacks
+    elements of different shapes (directly or in a nested Composite), if any."""
+    found: int | None = None
+    for spec in specs:
+        if isinstance(spec, Stacked):
+            dim: int | None = spec.stack_dim
+        elif isinstance(spec, Composite):
+            dim = spec._ragged_dim()
+        else:
+            continue
+        if dim is not None and dim < batch_ndim and (found is None or dim < found):
+            found = dim
+    return found
 
 
 class _KeysView(Sequence):
@@ -129,6 +146,7 @@ class Composite(TensorSpec):
     _shape: torch.Size
     _device: torch.device | None
     _locked: bool
+    _stacks_ragged_itself = True
 
     def __init__(
         self,
@@ -383,27 +401,76 @@ class Composite(TensorSpec):
         batch = self._shape if shape is None else _to_size(shape) + self._shape
         return TensorDict._new_unsafe(source, batch_size=batch, device=self._device)
 
-    def rand(self, shape: ShapeLike | None = None, *, generator: torch.Generator | None = None) -> TensorDict:
-        """A TensorDict of random values (``batch_size = shape + self.shape``)."""
+    def _ragged_dim(self) -> int | None:
+        """The first batch dim along which some entry's elements differ in shape, if any."""
+        return _ragged_dim_among(self._specs.values(), len(self._shape))
+
+    def _lazy_stack(self, dim: int, make: Any, shape: ShapeLike | None) -> LazyStackedTensorDict:
+        """One TensorDict per element along the ragged ``dim``, stacked lazily."""
+        lead = 0 if shape is None else len(_to_size(shape))
+        return LazyStackedTensorDict.lazy_stack([make(part) for part in self.unbind(dim)], lead + dim)
+
+    def rand(self, shape: ShapeLike | None = None, *, generator: torch.Generator | None = None) -> TensorDictBase:
+        """A TensorDict of random values (``batch_size = shape + self.shape``).
+
+        Where entries differ in shape along a batch dim (a stack of heterogeneous specs),
+        the result is a ``LazyStackedTensorDict`` along that dim.
+        """
+        ragged = self._ragged_dim()
+        if ragged is not None:
+            return self._lazy_stack(ragged, lambda part: part.rand(shape, generator=generator), shape)
         return self._td({k: v.rand(shape, generator=generator) for k, v in self._specs.items()}, shape)
 
-    def zero(self, shape: ShapeLike | None = None) -> TensorDict:
-        """A TensorDict of zeros (``batch_size = shape + self.shape``)."""
+    def zero(self, shape: ShapeLike | None = None) -> TensorDictBase:
+        """A TensorDict of zeros (``batch_size = shape + self.shape``; lazily stacked where ragged)."""
+        ragged = self._ragged_dim()
+        if ragged is not None:
+            return self._lazy_stack(ragged, lambda part: part.zero(shape), shape)
         return self._td({k: v.zero(shape) for k, v in self._specs.items()}, shape)
 
-    def one(self, shape: ShapeLike | None = None) -> TensorDict:
-        """A TensorDict of ones (``batch_size = shape + self.shape``)."""
+    def one(self, shape: ShapeLike | None = None) -> TensorDictBase:
+        """A TensorDict of ones (``batch_size = shape + self.shape``; lazily stacked where ragged)."""
+        ragged = self._ragged_dim()
+        if ragged is not None:
+            return self._lazy_stack(ragged, lambda part: part.one(shape), shape)
         return self._td({k: v.one(shape) for k, v in self._specs.items()}, shape)
 
     # -------------------------------------------------------------- checking
     def _check(self, val: Any) -> Reason | None:
-        for key, spec in self.items(include_nested=True, leaves_only=True):
+        return self._check_at(val, ())
+
+    def _check_at(self, val: Any, prefix: tuple[str, ...]) -> Reason | None:
+        """Why ``val`` is not in the spec (keys named from the root, after ``prefix``), or None."""
+        ragged = self._ragged_dim()
+        if ragged is not None and isinstance(val, TensorDictBase):
+            return self._check_elements(val, ragged, prefix)
+        for key, spec in self._specs.items():
+            path = _out_key(prefix + (key,))
             value = _lookup(val, key)
             if value is _NO_DEFAULT:
-                return lambda: f"missing key {key!r}"
+                return lambda path=path: f"missing key {path!r}"
+            if isinstance(spec, Composite) and isinstance(value, (TensorDictBase, Mapping)):
+                reason = spec._check_at(value, prefix + (key,))
+                if reason is not None:
+                    return reason
+                continue
             msg = spec._check(value)
             if msg is not None:
-                return lambda: f"key {key!r}: {msg()}"
+                return lambda path=path, msg=msg: f"key {path!r}: {msg()}"
+        return None
+
+    def _check_elements(self, val: TensorDictBase, dim: int, prefix: tuple[str, ...]) -> Reason | None:
+        """Check a TensorDict element by element along the ragged batch ``dim``."""
+        lead = val.batch_dims - len(self._shape)
+        if lead < 0 or val.batch_size[lead + dim] != self._shape[dim]:
+            return lambda: (
+                f"expected batch dims ending in {tuple(self._shape)} (elements stacked along dim {dim}), "
+                f"got batch size {tuple(val.batch_size)}"
+            )
+        for i, (spec, part) in enumerate(zip(self.unbind(dim), val.unbind(lead + dim))):
+            reason = spec._check_at(part, prefix)
+            if reason is not None:
+                return lambda i=i, reason=reason: f"element {i} along dim {dim}: {reason()}"
         return None
 
     def _short_name(self) -> str:
@@ -444,6 +511,13 @@ class Composite(TensorSpec):
 
     def project(self, val: Any) -> Any:
         """Project every present entry of ``val`` onto its spec, in place, and return ``val``."""
+        ragged = self._ragged_dim()
+        if ragged is not None and isinstance(val, LazyStackedTensorDict):
+            lead = val.batch_dims - len(self._shape)
+            if val.stack_dim == lead + ragged:
+                for spec, part in zip(self.unbind(ragged), val.tensordicts):
+                    spec.project(part)
+                return val
         for key, spec in self._specs.items():
             if key in val.keys():
                 val[key] = spec.project(val[key])
@@ -469,7 +543,10 @@ class Composite(TensorSpec):
 
     # ------------------------------------------------------------ structural
     def _rebuild(self, shape: torch.Size, children: dict[str, TensorSpec], device: Any = _NO_DEFAULT) -> Composite:
-        out = Composite.__new__(type(self))
+        cls = type(self)
+        if cls in (Composite, StackedComposite):
+            cls = StackedComposite if _ragged_dim_among(children.values(), len(shape)) is not None else Composite
+        out = Composite.__new__(cls)
         out._shape = shape
         out._device = self._device if device is _NO_DEFAULT else device
         out._specs = children
@@ -568,6 +645,11 @@ class Composite(TensorSpec):
         keys = set(first._specs)
         for i, s in enumerate(specs[1:], 1):
             assert isinstance(s, Composite)
+            if s.shape != first.shape:
+                raise ValueError(
+                    f"torch.stack(Composite): element {i} has batch shape {tuple(s.shape)}, "
+                    f"element 0 has {tuple(first.shape)}"
+                )
             other = set(s._specs)
             if other != keys:
                 raise ValueError(
@@ -605,3 +687,38 @@ class Composite(TensorSpec):
         if not lines:
             return f"Composite({tail})"
         return f"Composite(\n{body},\n    {tail})"
+
+
+class StackedComposite(Composite):
+    """The Composite that ``torch.stack`` makes from Composites whose entries differ in shape.
+
+    It is a :class:`Composite` in every way (keys, nesting, locking); an entry whose
+    elements differ in shape is a :class:`~cadence.data.specs.stacked.Stacked` spec with
+    ``-1`` at the differing dims. ``rand``/``zero``/``one`` give a
+    ``tensordict.LazyStackedTensorDict`` with one TensorDict per element, ``is_in`` and
+    ``project`` go element by element, and indexing the stack dim gives an element's
+    Composite back. (A plain Composite that holds such an entry behaves the same way.)
+
+    Examples:
+        >>> import torch
+        >>> from cadence.data import Composite, Unbounded, Categorical
+        >>> agent_0 = Composite(observation=Unbounded(shape=(3,)), action=Categorical(4, shape=()))
+        >>> agent_1 = Composite(observation=Unbounded(shape=(5,)), action=Categorical(4, shape=()))
+        >>> agents = torch.stack([agent_0, agent_1], dim=0)
+        >>> type(agents).__name__, agents.shape, agents.stack_dim
+        ('StackedComposite', torch.Size([2]), 0)
+        >>> agents["observation"].shape, agents["action"].shape
+        (torch.Size([2, -1]), torch.Size([2]))
+        >>> data = agents.rand((4,), generator=torch.Generator().manual_seed(0))
+        >>> type(data).__name__, data.batch_size, data[:, 1]["observation"].shape
+        ('LazyStackedTensorDict', torch.Size([4, 2]), torch.Size([4, 5]))
+        >>> agents.is_in(data), agents[1] == agent_1
+        (True, True)
+    """
+
+    @property
+    def stack_dim(self) -> int:
+        """The batch dim along which the stacked entries differ."""
+        dim = self._ragged_dim()
+        assert dim is not None  # a StackedComposite is only built around a ragged entry
+        return dim

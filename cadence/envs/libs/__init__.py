@@ -14,7 +14,8 @@ import sys
 
 __all__ = ["SUPPORTED_LIBRARIES", "get_available_libraries"]
 
-#: library name -> the top-level module that it is imported as
+#: library name -> the top-level module that it is imported as, for every library that has a
+#: wrapper here (``cadence.envs.libs.<module>``)
 SUPPORTED_LIBRARIES: dict[str, str] = {
     "gymnasium": "gymnasium",
     "gym": "gym",
@@ -25,14 +26,7 @@ SUPPORTED_LIBRARIES: dict[str, str] = {
     "envpool": "envpool",
     "brax": "brax",
     "jumanji": "jumanji",
-    "habitat": "habitat",
-    "isaacgym": "isaacgym",
-    "meltingpot": "meltingpot",
-    "openml": "openml",
     "open_spiel": "pyspiel",
-    "robohive": "robohive",
-    "smacv2": "smacv2",
-    "unity_mlagents": "mlagents_envs",
 }
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 from tensordict import TensorDictBase
+from packaging.version import Version
 
 from cadence.data import (
     Binary,
@@ -421,6 +422,11 @@ class GymWrapper(GymLikeEnv):
         return data.get("next")
 
 
+def _gym_checker_breaks_on_numpy2(gym_version: str) -> bool:
+    """Whether this release of ``gym`` ships the env checker that numpy 2 broke (gym < 1)."""
+    return Version(np.__version__).major >= 2 and Version(gym_version) < Version("1")
+
+
 class GymEnv(GymWrapper):
     """A gymnasium env built from its id.
 
@@ -466,6 +472,10 @@ class GymEnv(GymWrapper):
                     vector_kwargs={"autoreset_mode": vector.AutoresetMode.DISABLED},
                     **make_kwargs,
                 )
+            if gym.__name__ == "gym" and _gym_checker_breaks_on_numpy2(gym.__version__):
+                # gym 0.26's passive env checker reads np.bool8, which numpy 2 removed: its first
+                # step would raise inside gym. The checker only warns, so it is left out.
+                make_kwargs = {"disable_env_checker": True, **make_kwargs}
             return gym.make(env_name, **make_kwargs)
         except error.DependencyNotInstalled as exc:
             raise ImportError(f"GymEnv({env_name!r}) needs a package that is not installed: {exc}") from exc

@@ -41,6 +41,7 @@ from cadence.envs.transforms.keys import (
     gSDENoise,
 )
 from cadence.envs.transforms.observation import ClipTransform, ObservationNorm, ObservationTransform, VecNorm
+from cadence.envs.transforms.r3m import R3MTransform
 from cadence.envs.transforms.reward import RewardScaling, RewardSum
 from cadence.envs.transforms.reward_extra import (
     BinarizeReward,
@@ -50,7 +51,9 @@ from cadence.envs.transforms.reward_extra import (
     TargetReturn,
 )
 from cadence.envs.transforms.trajectory import RandomCropTensorDict
+from cadence.envs.transforms.vc1 import VC1Transform
 from cadence.envs.transforms.vec_gym import VecGymEnvTransform
+from cadence.envs.transforms.vip import VIPRewardTransform, VIPTransform
 
 __all__ = [
     "ActionDiscretizer",
@@ -84,6 +87,7 @@ __all__ = [
     "ObservationTransform",
     "PermuteTransform",
     "PinMemoryTransform",
+    "R3MTransform",
     "RandomCropTensorDict",
     "RemoveEmptySpecs",
     "RenameTransform",
@@ -104,6 +108,9 @@ __all__ = [
     "Transform",
     "TransformedEnv",
     "UnsqueezeTransform",
+    "VC1Transform",
     "VecGymEnvTransform",
     "VecNorm",
+    "VIPRewardTransform",
+    "VIPTransform",
 ]

@@ -543,7 +543,9 @@ class TransformedEnv(EnvBase):
         self.base_env = base_env
         if transform is None:
             transform = Compose()
-        elif not isinstance(transform, Compose):
+        elif type(transform) is not Compose:
+            # a Compose subclass (R3MTransform, ...) is one member, as in the reference: what is
+            # appended later goes after it, not into its own chain
             if transform.container is not None:
                 raise ValueError(
                     f"{type(transform).__name__} already belongs to a {type(transform.container).__name__}; "

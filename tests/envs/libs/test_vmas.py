@@ -1,0 +1,130 @@
+"""VmasEnv / VmasWrapper: VMAS scenarios as batched multi-agent Cadence envs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import torch
+from tensordict import LazyStackedTensorDict
+
+vmas = pytest.importorskip(
+    "vmas", reason='VMAS is not installed (pip install "cadence[vmas]"); the VMAS wrappers are untested'
+)
+
+from cadence.data import OneHot, Stacked  # noqa: E402
+from cadence.envs import MarlGroupMapType, ParallelEnv, SerialEnv, check_env_specs  # noqa: E402
+from cadence.envs.libs.vmas import VmasEnv, VmasWrapper, default_group_map  # noqa: E402
+
+
+def test_the_seeds_multi_agent_step_layout() -> None:
+    """The seed's "multi-agent step tensordict" example, as written."""
+    env = VmasEnv("balance", num_envs=3, n_agents=5)
+    td = env.rand_step()
+    assert td.batch_size == (3,)
+    assert td["agents"].batch_size == (3, 5) and td["agents", "action"].shape == (3, 5, 2)
+    nxt = td["next"]
+    assert nxt.batch_size == (3,) and nxt["agents"].batch_size == (3, 5)
+    assert nxt["agents", "info", "ground_rew"].shape == (3, 5, 1)
+    assert nxt["agents", "info", "pos_rew"].shape == (3, 5, 1)
+    assert nxt["agents", "observation"].shape == (3, 5, 16)
+    assert nxt["agents", "reward"].shape == (3, 5, 1)
+    assert nxt["done"].shape == (3, 1) and nxt["done"].dtype == torch.bool
+    # Cadence's rand_step() starts from a reset, so the root also holds the reset's data
+    assert td["agents", "observation"].shape == (3, 5, 16)
+
+
+def test_keys_and_leaf_specs() -> None:
+    env = VmasEnv("balance", num_envs=2, n_agents=3)
+    assert env.action_key == ("agents", "action") and env.reward_key == ("agents", "reward")
+    assert env.done_keys == ["done", "terminated"]
+    assert env.reward_spec.shape == (2, 3, 1)
+    assert env.reward_spec == env.output_spec["full_reward_spec"][env.reward_key]
+    assert env.action_spec.shape == (2, 3, 2)
+    check_env_specs(env)
+
+
+def test_data_are_the_simulators() -> None:
+    env = VmasEnv("balance", num_envs=2, n_agents=3, seed=7)
+    data = env.rollout(4)
+    backend = vmas.make_env("balance", num_envs=2, n_agents=3, seed=7, device="cpu")
+    observations = backend.reset()
+    assert torch.allclose(data["agents", "observation"][:, 0], torch.stack(observations, 1))
+    for t in range(4):
+        actions = list(data["agents", "action"][:, t].unbind(1))
+        observations, rewards, dones, _ = backend.step(actions)
+        assert torch.allclose(data["next", "agents", "observation"][:, t], torch.stack(observations, 1))
+        assert torch.allclose(data["next", "agents", "reward"][:, t, :, 0], torch.stack(rewards, 1))
+
+
+def test_seeding_reproduces() -> None:
+    first, second = VmasEnv("balance", num_envs=2, n_agents=3), VmasEnv("balance", num_envs=2, n_agents=3)
+    first.set_seed(1)
+    a = first.rollout(5)
+    second.set_seed(1)
+    b = second.rollout(5)
+    assert torch.equal(a["next", "agents", "observation"], b["next", "agents", "observation"])
+
+
+def test_max_steps_ends_episodes_and_partial_resets() -> None:
+    env = VmasEnv("balance", num_envs=3, n_agents=2, max_steps=3, seed=0)
+    data = env.rollout(7, break_when_any_done=False)
+    assert data["next", "done"][:, 2].all() and data["next", "terminated"][:, 2].all()
+    assert not data["next", "done"][:, 3].any()  # reset after the done step
+    start = env.reset()
+    stepped = env.rand_step(start)["next"]
+    mask = torch.tensor([[True], [False], [False]])
+    after = env.reset(stepped.clone().set("_reset", mask))
+    assert not torch.equal(after["agents", "observation"][1], start["agents", "observation"][1])  # kept going
+    assert torch.equal(after["agents", "observation"][1], stepped["agents", "observation"][1])
+
+
+def test_discrete_actions_categorical_and_one_hot() -> None:
+    categorical = VmasEnv("simple_spread", num_envs=2, continuous_actions=False, seed=0)
+    assert categorical.action_spec.shape == (2, 3) and categorical.action_spec.dtype == torch.long
+    check_env_specs(categorical)
+    one_hot = VmasEnv("simple_spread", num_envs=2, continuous_actions=False, categorical_actions=False, seed=0)
+    assert isinstance(one_hot.action_spec, OneHot)
+    check_env_specs(one_hot)
+
+
+def test_groups_and_heterogeneous_agents() -> None:
+    assert default_group_map(["adversary_0", "agent_0", "agent_1"]) == {
+        "adversary": ["adversary_0"],
+        "agent": ["agent_0", "agent_1"],
+    }
+    split = VmasEnv("simple_adversary", num_envs=2, seed=0)
+    assert split.group_map == {"adversary": ["adversary_0"], "agent": ["agent_0", "agent_1"]}
+    check_env_specs(split)
+    together = VmasEnv("simple_adversary", num_envs=2, seed=0, group_map=MarlGroupMapType.ALL_IN_ONE_GROUP)
+    assert isinstance(together.full_observation_spec["agents", "observation"], Stacked)
+    data = together.rollout(4)
+    assert isinstance(data["next", "agents"], LazyStackedTensorDict)
+    assert [p["observation"].shape for p in data["next", "agents"].unbind(2)] == [(2, 4, 8), (2, 4, 10), (2, 4, 10)]
+    check_env_specs(together)
+
+
+@pytest.mark.parametrize("batched", [SerialEnv, ParallelEnv])
+def test_in_batched_envs(batched: type) -> None:
+    env = batched(2, lambda: VmasEnv("balance", num_envs=2, n_agents=3, seed=0))
+    try:
+        data = env.rollout(3)
+        assert data["next", "agents", "observation"].shape == (2, 2, 3, 3, 16)
+        check_env_specs(env)
+    finally:
+        env.close()
+
+
+def test_errors() -> None:
+    with pytest.raises(ValueError, match="no VMAS scenario 'nope'"):
+        VmasEnv("nope", num_envs=1)
+    with pytest.raises(TypeError, match="vmas Environment"):
+        VmasWrapper(object())
+    with pytest.raises(ValueError, match="device"):
+        VmasWrapper(vmas.make_env("balance", num_envs=1, device="cpu"), device="meta")
+
+
+def test_importing_the_module_does_not_import_vmas() -> None:
+    code = "import sys, cadence.envs.libs.vmas; assert 'vmas' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
