@@ -14,6 +14,7 @@ from cadence.envs.libs.dm_control import DMControlEnv, DMControlWrapper  # dm_co
 from cadence.envs.libs.envpool import MultiThreadedEnv, MultiThreadedEnvWrapper  # envpool itself is imported lazily
 from cadence.envs.libs.gym import GymEnv, GymWrapper, gym_backend, set_gym_backend
 from cadence.envs.libs.mo_gym import MOGymEnv, MOGymWrapper  # mo_gymnasium itself is imported lazily
+from cadence.envs.libs.openml import OpenMLEnv  # openml itself is imported lazily
 from cadence.envs.libs.openspiel import OpenSpielEnv, OpenSpielWrapper  # pyspiel itself is imported lazily
 from cadence.envs.libs.pettingzoo import PettingZooEnv, PettingZooWrapper  # pettingzoo itself is imported lazily
 from cadence.envs.libs.vmas import VmasEnv, VmasWrapper  # vmas itself is imported lazily
@@ -54,6 +55,7 @@ __all__ = [
     "ModelBasedEnvBase",
     "MultiThreadedEnv",
     "MultiThreadedEnvWrapper",
+    "OpenMLEnv",
     "OpenSpielEnv",
     "OpenSpielWrapper",
     "ParallelEnv",

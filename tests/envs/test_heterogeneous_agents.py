@@ -7,7 +7,7 @@ import torch
 from tensordict import LazyStackedTensorDict, TensorDictBase
 
 from cadence.data import Stacked
-from cadence.envs import ParallelEnv, SerialEnv, check_env_specs
+from cadence.envs import EnvBase, ParallelEnv, SerialEnv, check_env_specs
 from cadence.envs.utils import SpecMismatchError
 from tests.fakes import HeterogeneousAgentsEnv
 
@@ -79,3 +79,82 @@ def test_batched_envs_of_heterogeneous_agents(batched: type) -> None:
         check_env_specs(env)
     finally:
         env.close()
+
+
+class _SpecsOnlyEnv(EnvBase):
+    """An env of three agents whose specs the seed's example sets from outside (it is not stepped)."""
+
+    n_agents = 3
+
+    def _reset(self, tensordict: TensorDictBase | None) -> TensorDictBase:
+        return self.full_observation_spec.zero().update(self.full_done_spec.zero())
+
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        raise AssertionError("the spec examples do not step")
+
+
+def test_the_seeds_multi_agent_spec_creation_example_as_written() -> None:
+    from cadence.data import Bounded, Categorical, Composite, Unbounded
+
+    env = _SpecsOnlyEnv()
+    agent_specs = [(Bounded(-1.0, 1.0, shape=(2,)), Unbounded(shape=(1,)), Unbounded(shape=(16,))) for _ in range(3)]
+    # --- the seed's example, as written ---
+    action_specs = []
+    observation_specs = []
+    reward_specs = []
+    info_specs = []  # noqa: F841 - in the seed's example too
+    for i in range(env.n_agents):
+        agent_i_action_spec, agent_i_reward_spec, agent_i_observation_spec = agent_specs[i]
+        action_specs.append(agent_i_action_spec)
+        reward_specs.append(agent_i_reward_spec)
+        observation_specs.append(agent_i_observation_spec)
+    env.action_spec = Composite(
+        {
+            "agents": Composite(
+                {"action": torch.stack(action_specs)}, shape=(env.n_agents,)
+            )
+        }
+    )
+    env.reward_spec = Composite(
+        {
+            "agents": Composite(
+                {"reward": torch.stack(reward_specs)}, shape=(env.n_agents,)
+            )
+        }
+    )
+    env.observation_spec = Composite(
+        {
+            "agents": Composite(
+                {"observation": torch.stack(observation_specs)}, shape=(env.n_agents,)
+            )
+        }
+    )
+    env.done_spec = Categorical(
+        n=2,
+        shape=torch.Size((1,)),
+        dtype=torch.bool,
+    )
+    # --- what the seed says of it ---
+    assert env.action_key == ("agents", "action") and env.reward_key == ("agents", "reward")
+    assert env.done_key == "done"
+    assert env.reward_spec == torch.stack(reward_specs)
+    assert env.reward_spec == env.output_spec["full_reward_spec"][env.reward_key]
+    assert env.action_spec == env.input_spec["full_action_spec"][env.action_key]
+    assert env.observation_spec["agents", "observation"].shape == (3, 16)
+
+
+def test_the_seeds_spec_creation_with_agents_of_different_shapes() -> None:
+    from cadence.data import Bounded, Composite, Unbounded
+
+    env = _SpecsOnlyEnv()
+    action_specs = [Bounded(-1.0, 1.0, shape=(1 + i,)) for i in range(env.n_agents)]
+    observation_specs = [Unbounded(shape=(2 + i,)) for i in range(env.n_agents)]
+    env.action_spec = Composite({"agents": Composite({"action": torch.stack(action_specs)}, shape=(env.n_agents,))})
+    env.observation_spec = Composite(
+        {"agents": Composite({"observation": torch.stack(observation_specs)}, shape=(env.n_agents,))}
+    )
+    assert isinstance(env.action_spec, Stacked) and env.action_spec.shape == (3, -1)
+    actions = env.full_action_spec.rand()
+    assert isinstance(actions["agents"], LazyStackedTensorDict)
+    assert [t.shape for t in actions["agents"].get("action", as_list=True)] == [(1,), (2,), (3,)]
+    assert env.full_observation_spec.is_in(env.full_observation_spec.zero())

@@ -27,6 +27,7 @@ SUPPORTED_LIBRARIES: dict[str, str] = {
     "brax": "brax",
     "jumanji": "jumanji",
     "open_spiel": "pyspiel",
+    "openml": "openml",
 }
 
 
