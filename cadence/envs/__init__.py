@@ -13,6 +13,7 @@ from cadence.envs.libs import get_available_libraries
 from cadence.envs.libs.dm_control import DMControlEnv, DMControlWrapper  # dm_control itself is imported lazily
 from cadence.envs.libs.envpool import MultiThreadedEnv, MultiThreadedEnvWrapper  # envpool itself is imported lazily
 from cadence.envs.libs.gym import GymEnv, GymWrapper, gym_backend, set_gym_backend
+from cadence.envs.libs.meltingpot import MeltingpotEnv, MeltingpotWrapper  # meltingpot itself is imported lazily
 from cadence.envs.libs.mo_gym import MOGymEnv, MOGymWrapper  # mo_gymnasium itself is imported lazily
 from cadence.envs.libs.openml import OpenMLEnv  # openml itself is imported lazily
 from cadence.envs.libs.openspiel import OpenSpielEnv, OpenSpielWrapper  # pyspiel itself is imported lazily
@@ -49,6 +50,8 @@ __all__ = [
     "GymLikeEnv",
     "GymWrapper",
     "LLMHashingEnv",
+    "MeltingpotEnv",
+    "MeltingpotWrapper",
     "MOGymEnv",
     "MOGymWrapper",
     "MarlGroupMapType",

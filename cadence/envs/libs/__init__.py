@@ -28,6 +28,7 @@ SUPPORTED_LIBRARIES: dict[str, str] = {
     "jumanji": "jumanji",
     "open_spiel": "pyspiel",
     "openml": "openml",
+    "meltingpot": "meltingpot",
 }
 
 
