@@ -10,9 +10,11 @@ from cadence.envs.common import EnvBase, EnvMetaData
 from cadence.envs.custom import ChessEnv, LLMHashingEnv, PendulumEnv, TicTacToeEnv
 from cadence.envs.gym_like import GymLikeEnv, default_info_dict_reader
 from cadence.envs.libs import get_available_libraries
+from cadence.envs.libs.brax import BraxEnv, BraxWrapper  # brax and jax themselves are imported lazily
 from cadence.envs.libs.dm_control import DMControlEnv, DMControlWrapper  # dm_control itself is imported lazily
 from cadence.envs.libs.envpool import MultiThreadedEnv, MultiThreadedEnvWrapper  # envpool itself is imported lazily
 from cadence.envs.libs.gym import GymEnv, GymWrapper, gym_backend, set_gym_backend
+from cadence.envs.libs.jumanji import JumanjiEnv, JumanjiWrapper  # jumanji and jax themselves are imported lazily
 from cadence.envs.libs.meltingpot import MeltingpotEnv, MeltingpotWrapper  # meltingpot itself is imported lazily
 from cadence.envs.libs.mo_gym import MOGymEnv, MOGymWrapper  # mo_gymnasium itself is imported lazily
 from cadence.envs.libs.openml import OpenMLEnv  # openml itself is imported lazily
@@ -37,6 +39,8 @@ from cadence.envs.utils import (
 
 __all__ = [
     "BatchedEnvBase",
+    "BraxEnv",
+    "BraxWrapper",
     "ChessEnv",
     "DMControlEnv",
     "DMControlWrapper",
@@ -49,6 +53,8 @@ __all__ = [
     "GymEnv",
     "GymLikeEnv",
     "GymWrapper",
+    "JumanjiEnv",
+    "JumanjiWrapper",
     "LLMHashingEnv",
     "MeltingpotEnv",
     "MeltingpotWrapper",
