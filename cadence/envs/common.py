@@ -589,10 +589,13 @@ class EnvBase(EnvSpecs, EnvRollouts, torch.nn.Module):
             tensordict = TensorDict({}, batch_size=self.batch_size, device=self.device)
         extra = tensordict.batch_size[: tensordict.batch_dims - self.batch_dims] or None
         keys = self.action_keys
-        if len(keys) == 1:  # the common case: one leaf, no intermediate tensordict
-            leaf = self.full_action_spec[keys[0]]
-            if not isinstance(leaf, Stacked):  # agents acting in different shapes go through their Composite
-                return tensordict.set(keys[0], leaf.rand(extra, generator=self.rng))
+        if len(keys) == 1:  # the common case: one leaf, no intermediate tensordict to make
+            key = keys[0]
+            leaf = self.full_action_spec[key]
+            # agents acting in different shapes go through their Composite, and so does a group
+            # the input lacks (the Composite gives it its batch dims, the agents')
+            if not isinstance(leaf, Stacked) and (type(key) is str or tensordict.get(key[:-1], None) is not None):
+                return tensordict.set(key, leaf.rand(extra, generator=self.rng))
         tensordict.update(self.full_action_spec.rand(extra, generator=self.rng))
         return tensordict
 

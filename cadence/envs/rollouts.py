@@ -34,6 +34,12 @@ __all__ = ["EnvRollouts"]
 Policy = Callable[[TensorDictBase], TensorDictBase | None]
 
 
+#: the generic loop stacks its steps this many at a time: a rollout that kept every step's
+#: tensordict alive to the end would hand Python's garbage collector thousands of objects
+#: to promote and scan (as the values loop's ``Recording`` explains)
+_CHUNK_STEPS = 64
+
+
 def _name_time_dim(result: TensorDictBase) -> None:
     """Names the last batch dim of a rollout ``"time"``.
 
@@ -155,13 +161,18 @@ class EnvRollouts:
         else:
             current = tensordict
         act = self.rand_action if policy is None else policy
+        contiguous = return_contiguous and not self._has_dynamic_specs()
         steps: list[TensorDictBase] = []
+        chunks: list[TensorDictBase] = []
         done_key = ("next", *as_tuple_key(self.done_key))
         for t in range(max_steps):
             returned = act(current)
             current = returned if returned is not None else current
             data = self.step(current)
             steps.append(data)
+            if contiguous and len(steps) == _CHUNK_STEPS:
+                chunks.append(self._stack_steps(steps, True))
+                steps = []
             if callback is not None:
                 callback(self, data)
             done = data.get(done_key)
@@ -173,7 +184,9 @@ class EnvRollouts:
                     self._auto_reset_stash = None
                 else:
                     current, _ = self._reset_done(current)
-        result = self._stack_steps(steps, return_contiguous and not self._has_dynamic_specs())
+        if steps:
+            chunks.append(self._stack_steps(steps, contiguous))
+        result = chunks[0] if len(chunks) == 1 else torch.cat(chunks, dim=chunks[0].batch_dims - 1)
         _name_time_dim(result)
         if set_truncated:
             self._mark_truncated(result)

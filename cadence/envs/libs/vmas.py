@@ -223,6 +223,23 @@ class VmasWrapper(EnvBase):
         """A per-env value with at least one dim after the env dim (``(num_envs,)`` -> ``(num_envs, 1)``)."""
         return value.unsqueeze(-1) if value.ndim == 1 else value
 
+    def rand_step(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
+        """Takes a step with random actions; without an input, from where the simulator stands.
+
+        A VMAS env is reset when it is built and always stands somewhere, so (as in the
+        reference, and the seed's multi-agent example) ``rand_step()`` steps it without a
+        reset first: the result holds the actions and the ``"next"`` data only.
+
+        Examples:
+            >>> import pytest; vmas = pytest.importorskip("vmas")  # skips without the vmas extra
+            >>> env = VmasEnv("balance", num_envs=2, n_agents=3, seed=0)
+            >>> sorted(env.rand_step().keys())
+            ['agents', 'next']
+        """
+        if tensordict is not None:
+            return super().rand_step(tensordict)
+        return self.step(self.rand_action())
+
     # ---------------------------------------------------------------- backend
     def _set_seed(self, seed: int | None) -> None:
         self._env.seed(seed)

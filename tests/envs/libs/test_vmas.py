@@ -31,8 +31,9 @@ def test_the_seeds_multi_agent_step_layout() -> None:
     assert nxt["agents", "observation"].shape == (3, 5, 16)
     assert nxt["agents", "reward"].shape == (3, 5, 1)
     assert nxt["done"].shape == (3, 1) and nxt["done"].dtype == torch.bool
-    # Cadence's rand_step() starts from a reset, so the root also holds the reset's data
-    assert td["agents", "observation"].shape == (3, 5, 16)
+    # exactly the shown layout: the root holds the actions and "next" only
+    assert sorted(td.keys()) == ["agents", "next"] and list(td["agents"].keys()) == ["action"]
+    assert sorted(nxt["agents"].keys()) == ["info", "observation", "reward"]
 
 
 def test_keys_and_leaf_specs() -> None:
