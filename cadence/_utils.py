@@ -18,7 +18,7 @@ from typing import Any, Callable, TypeVar
 
 from packaging.version import InvalidVersion, Version
 
-__all__ = ["implement_for", "parse_version", "module_version"]
+__all__ = ["ClassProperty", "implement_for", "parse_version", "module_version"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -426,3 +426,22 @@ def _make_wrapper(dispatch: _Dispatch, first: Callable[..., Any]) -> Callable[..
     wrapper._implement_for_dispatch = dispatch  # type: ignore[attr-defined]
     return wrapper
 
+
+class ClassProperty:
+    """A read-only property computed on the class, so that it reads without an instance.
+
+    Args:
+        getter: called with the class (the owner) on every read.
+
+    Examples:
+        >>> class Catalogue:
+        ...     names = ClassProperty(lambda cls: [cls.__name__.lower()])
+        >>> Catalogue.names, Catalogue().names
+        (['catalogue'], ['catalogue'])
+    """
+
+    def __init__(self, getter: Callable[[type], Any]) -> None:
+        self._getter = getter
+
+    def __get__(self, instance: Any, owner: type) -> Any:
+        return self._getter(owner)

@@ -69,8 +69,8 @@ from typing import Any
 import torch
 from tensordict import TensorDict, TensorDictBase
 
+from cadence._utils import ClassProperty
 from cadence.data import Bounded, Categorical, Composite, Unbounded
-from cadence.envs.libs.dm_control import _ClassProperty
 from cadence.envs.libs.jax_env import JaxEnvBase
 from cadence.envs.libs.jax_utils import PytreeLayout, import_jax, jax_to_torch, torch_to_jax
 
@@ -195,9 +195,9 @@ class BraxWrapper(JaxEnvBase):
     """
 
     #: the names ``BraxEnv`` accepts (empty without brax)
-    available_envs = _ClassProperty(lambda cls: _registered_envs())
+    available_envs = ClassProperty(lambda cls: _registered_envs())
     #: the brax module (imported on first access)
-    lib = _ClassProperty(lambda cls: _import_brax(cls.__name__))
+    lib = ClassProperty(lambda cls: _import_brax(cls.__name__))
 
     def __init__(
         self,

@@ -36,8 +36,8 @@ from typing import Any
 
 import numpy as np
 import torch
-from tensordict import TensorDictBase
 
+from cadence._utils import ClassProperty
 from cadence.data import Bounded, Categorical, Composite, TensorSpec, Unbounded
 from cadence.envs.gym_like import GymLikeEnv
 
@@ -97,16 +97,6 @@ def _suite_tasks() -> dict[str, list[str]]:
     return tasks
 
 
-class _ClassProperty:
-    """A read-only property computed on the class (``DMControlEnv.available_envs``)."""
-
-    def __init__(self, getter: Any) -> None:
-        self._getter = getter
-
-    def __get__(self, instance: Any, owner: type) -> Any:
-        return self._getter(owner)
-
-
 class DMControlWrapper(GymLikeEnv):
     """Wraps a built dm_control environment (``dm_control.suite.load(...)``) as a Cadence env.
 
@@ -140,9 +130,9 @@ class DMControlWrapper(GymLikeEnv):
     """
 
     #: the suite's tasks as ``[(domain, [task, ...]), ...]`` (empty without dm_control)
-    available_envs = _ClassProperty(lambda cls: list(_suite_tasks().items()))
+    available_envs = ClassProperty(lambda cls: list(_suite_tasks().items()))
     #: the dm_control module (imported on first access)
-    lib = _ClassProperty(lambda cls: _import_dm_control(cls.__name__))
+    lib = ClassProperty(lambda cls: _import_dm_control(cls.__name__))
 
     def __init__(
         self,

@@ -70,6 +70,7 @@ import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
+from cadence._utils import ClassProperty
 from cadence.data import (
     Bounded,
     Categorical,
@@ -80,7 +81,6 @@ from cadence.data import (
     TensorSpec,
     Unbounded,
 )
-from cadence.envs.libs.dm_control import _ClassProperty
 from cadence.envs.libs.jax_env import JaxEnvBase
 from cadence.envs.libs.jax_utils import (
     PytreeLayout,
@@ -239,9 +239,9 @@ class JumanjiWrapper(JaxEnvBase):
     """
 
     #: the names ``JumanjiEnv`` accepts (empty without jumanji)
-    available_envs = _ClassProperty(lambda cls: _registered_envs())
+    available_envs = ClassProperty(lambda cls: _registered_envs())
     #: the jumanji module (imported on first access)
-    lib = _ClassProperty(lambda cls: _import_jumanji(cls.__name__))
+    lib = ClassProperty(lambda cls: _import_jumanji(cls.__name__))
 
     def __init__(
         self,

@@ -60,9 +60,9 @@ import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
+from cadence._utils import ClassProperty
 from cadence.data import Bounded, Categorical, Composite, OneHot, TensorSpec, Unbounded
 from cadence.envs.common import EnvBase
-from cadence.envs.libs.dm_control import _ClassProperty
 from cadence.envs.marl_grouping import MarlGroupMapType, check_marl_grouping
 from cadence.envs.seeding import validate_seed
 
@@ -238,9 +238,9 @@ class MeltingpotWrapper(EnvBase):
     """
 
     #: the names of Melting Pot's substrates (empty without Melting Pot)
-    available_envs = _ClassProperty(lambda cls: _substrate_names())
+    available_envs = ClassProperty(lambda cls: _substrate_names())
     #: the ``meltingpot`` package (imported on first access)
-    lib = _ClassProperty(lambda cls: _import_meltingpot(cls.__name__))
+    lib = ClassProperty(lambda cls: _import_meltingpot(cls.__name__))
 
     def __init__(
         self,

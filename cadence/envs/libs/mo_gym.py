@@ -34,9 +34,9 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from cadence._utils import ClassProperty
 from cadence.data import TensorSpec
 from cadence.envs.array_simulator import ArraySimulator
-from cadence.envs.libs.dm_control import _ClassProperty
 from cadence.envs.libs.gym import GymEnv, GymWrapper, space_to_spec
 from cadence.envs.libs.gym_backend import set_gym_backend
 
@@ -133,9 +133,9 @@ class MOGymWrapper(GymWrapper):
     """
 
     #: the ids MO-Gymnasium registers (empty without mo_gymnasium)
-    available_envs = _ClassProperty(lambda cls: _registered_ids())
+    available_envs = ClassProperty(lambda cls: _registered_ids())
     #: the mo_gymnasium module (imported on first access)
-    lib = _ClassProperty(lambda cls: _import_mo_gymnasium(cls.__name__))
+    lib = ClassProperty(lambda cls: _import_mo_gymnasium(cls.__name__))
 
     def __init__(self, env: Any, **kwargs: Any) -> None:
         with set_gym_backend("gymnasium"):  # its spaces are gymnasium's

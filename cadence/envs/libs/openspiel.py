@@ -59,9 +59,9 @@ import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
+from cadence._utils import ClassProperty
 from cadence.data import Categorical, Composite, NonTensor, OneHot, TensorSpec, Unbounded
 from cadence.envs.common import EnvBase
-from cadence.envs.libs.dm_control import _ClassProperty
 from cadence.envs.marl_grouping import MarlGroupMapType, check_marl_grouping
 
 if TYPE_CHECKING:  # pragma: no cover - type hints only
@@ -132,9 +132,9 @@ class OpenSpielWrapper(EnvBase):
     """
 
     #: the short names of OpenSpiel's registered games (empty without open_spiel)
-    available_envs = _ClassProperty(lambda cls: _game_names())
+    available_envs = ClassProperty(lambda cls: _game_names())
     #: the pyspiel module (imported on first access)
-    lib = _ClassProperty(lambda cls: _import_pyspiel(cls.__name__))
+    lib = ClassProperty(lambda cls: _import_pyspiel(cls.__name__))
 
     def __init__(
         self,
