@@ -15,6 +15,7 @@ Examples:
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -229,8 +230,9 @@ def _flat_step_mdp(
     next_td = tensordict.get("next", None)
     if type(next_td) is not TensorDict:
         return None
-    excluded = {as_tuple_key(key) for key in _excluded_keys(exclude_reward, exclude_done, reward_keys, done_keys)}
-    root_excluded = {("next",), *excluded, *(as_tuple_key(key) for key in (_as_key_list(action_keys) if exclude_action else ()))}
+    next_keys = tuple(_excluded_keys(exclude_reward, exclude_done, reward_keys, done_keys))
+    excluded = _by_level(next_keys)
+    root_excluded = _by_level(("next", *next_keys, *(_as_key_list(action_keys) if exclude_action else ())))
     entries = _moved_entries(tensordict, next_td, root_excluded, excluded, ())
     if entries is None:
         return None
@@ -238,35 +240,48 @@ def _flat_step_mdp(
     return TensorDict(entries, batch_size=tensordict.batch_size, device=tensordict.device, names=names)
 
 
+@functools.lru_cache(maxsize=256)
+def _by_level(keys: tuple[NestedKey, ...]) -> dict[tuple[str, ...], frozenset[str]]:
+    """Keys grouped by their level, ``{prefix: {names at that level}}`` (cached: an env asks
+    with the same keys at every step; the result is not to be changed)."""
+    levels: dict[tuple[str, ...], set[str]] = {}
+    for key in keys:
+        path = as_tuple_key(key)
+        levels.setdefault(path[:-1], set()).add(path[-1])
+    return {prefix: frozenset(names) for prefix, names in levels.items()}
+
+
+_NOTHING: frozenset[str] = frozenset()
+
+
 def _moved_entries(
     root: TensorDict | None,
     nxt: TensorDict | None,
-    root_excluded: set[tuple[str, ...]],
-    next_excluded: set[tuple[str, ...]],
+    root_excluded: dict[tuple[str, ...], frozenset[str]],
+    next_excluded: dict[tuple[str, ...], frozenset[str]],
     prefix: tuple[str, ...],
 ) -> dict[str, Any] | None:
     """The entries at ``prefix`` of the next step's input: ``root``'s then ``nxt``'s (which
-    win), less the excluded paths; a sub-tensordict that the exclusions emptied is left out.
-    ``None`` where the layout is not plain TensorDicts of tensors."""
+    win), less the excluded keys (by level); a sub-tensordict that the exclusions emptied
+    is left out. ``None`` where the layout is not plain TensorDicts of tensors."""
     entries: dict[str, Any] = {}
     nested: dict[str, list[TensorDict | None]] = {}
-    for slot, (source, dropped) in enumerate(((root, root_excluded), (nxt, next_excluded))):
+    for slot, source, dropped in ((0, root, root_excluded.get(prefix, _NOTHING)),
+                                  (1, nxt, next_excluded.get(prefix, _NOTHING))):
         if source is None:
             continue
         for key, value in source.items():
-            if prefix + (key,) in dropped:
+            if key in dropped:
                 continue
             if isinstance(value, torch.Tensor):
-                if key in nested:
-                    return None  # a tensor in one, a tensordict in the other
                 entries[key] = value
             elif type(value) is TensorDict:
-                if key in entries:
-                    return None
                 nested.setdefault(key, [None, None])[slot] = value
             else:
                 return None
     for key, (sub_root, sub_next) in nested.items():
+        if key in entries:
+            return None  # a tensor in one, a tensordict in the other
         sub = _moved_entries(sub_root, sub_next, root_excluded, next_excluded, prefix + (key,))
         if sub is None:
             return None
