@@ -16,7 +16,16 @@ pytest.importorskip(
 mpe2 = pytest.importorskip("mpe2", reason='mpe2 (the MPE envs) is not installed: pip install "cadence[pettingzoo]"')
 
 from cadence.data import Stacked  # noqa: E402
-from cadence.envs import MarlGroupMapType, ParallelEnv, SerialEnv, check_env_specs  # noqa: E402
+from cadence.envs import (  # noqa: E402
+    Compose,
+    MarlGroupMapType,
+    ParallelEnv,
+    Resize,
+    SerialEnv,
+    ToTensorImage,
+    TransformedEnv,
+    check_env_specs,
+)
 from cadence.envs.libs.pettingzoo import PettingZooEnv, PettingZooWrapper, default_group_map  # noqa: E402
 
 
@@ -109,14 +118,21 @@ def test_pistonball_pixels_in_parallel_workers() -> None:
     def make() -> PettingZooEnv:
         return PettingZooEnv("pistonball_v6", parallel=True, n_pistons=3, continuous=True, max_cycles=8)
 
+    def make_small() -> TransformedEnv:  # the pistons' frames as 32x32 float images
+        key = ("piston", "observation")
+        return TransformedEnv(make(), Compose(ToTensorImage(in_keys=[key]), Resize(32, 32, in_keys=[key])))
+
     env = make()
     assert env.full_observation_spec["piston", "observation"].dtype == torch.uint8
     assert env.full_observation_spec["piston", "observation"].shape == (3, 457, 120, 3)
     check_env_specs(env)
-    workers = ParallelEnv(2, make)
+    small = make_small()
+    assert small.full_observation_spec["piston", "observation"].shape == (3, 3, 32, 32)
+    check_env_specs(small)
+    workers = ParallelEnv(2, make_small)
     try:
         data = workers.rollout(4, break_when_any_done=False)
-        assert data["next", "piston", "observation"].shape == (2, 4, 3, 457, 120, 3)
+        assert data["next", "piston", "observation"].shape == (2, 4, 3, 3, 32, 32)
         assert data["next", "piston", "reward"].shape == (2, 4, 3, 1)
     finally:
         workers.close()
