@@ -24,31 +24,7 @@ from cadence.envs.libs.jumanji import JumanjiEnv, JumanjiWrapper  # noqa: E402
 from cadence.envs.transforms import ActionMask, TransformedEnv  # noqa: E402
 from cadence.envs.utils import check_env_specs  # noqa: E402
 from cadence.envs.worker_errors import WorkerException  # noqa: E402
-
-
-def assert_same(a, b) -> None:
-    assert a.batch_size == b.batch_size
-    assert set(a.keys(True, True)) == set(b.keys(True, True))
-    for key in a.keys(True, True):
-        torch.testing.assert_close(a.get(key), b.get(key), rtol=0, atol=0, msg=lambda m: f"{key}: {m}")
-
-
-class BackendCompilations:
-    """Counts XLA compilations (any function, eager operations too) while active."""
-
-    def __init__(self) -> None:
-        self.count = 0
-
-    def _listener(self, event: str, duration: float, **kwargs) -> None:
-        if event == "/jax/core/compile/backend_compile_duration":
-            self.count += 1
-
-    def __enter__(self) -> BackendCompilations:
-        jax.monitoring.register_event_duration_secs_listener(self._listener)
-        return self
-
-    def __exit__(self, *args) -> None:
-        jax.monitoring.unregister_event_duration_listener(self._listener)
+from tests.envs.libs.jax_testing import BackendCompilations, assert_same  # noqa: E402
 
 
 # ---------------------------------------------------------------- a small env of our own
