@@ -17,6 +17,7 @@ from cadence.data.replay_buffers.buffers import (
     TensorDictReplayBuffer,
 )
 from cadence.data.replay_buffers.checkpoint import CheckpointError
+from cadence.data.replay_buffers.ray_buffer import RayReplayBuffer
 from cadence.data.replay_buffers.sampler_base import Sampler
 from cadence.data.replay_buffers.samplers import PrioritizedSampler, RandomSampler, SamplerWithoutReplacement
 from cadence.data.replay_buffers.slice_samplers import (
@@ -47,6 +48,7 @@ __all__ = [
     "PrioritizedSampler",
     "PrioritizedSliceSampler",
     "RandomSampler",
+    "RayReplayBuffer",
     "ReplayBuffer",
     "RoundRobinWriter",
     "Sampler",
