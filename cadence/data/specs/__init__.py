@@ -40,7 +40,7 @@ from __future__ import annotations
 import torch
 
 from .base import DEVICE_TYPING, ShapeLike, TensorSpec, stack_specs
-from .composite import Composite, NestedKey, StackedComposite
+from .composite import Composite, NestedKey, StackedComposite, holds_ragged
 from .discrete import Binary, Categorical, MultiCategorical, MultiOneHot, OneHot
 from .leaves import Bounded, NonTensor, Unbounded
 from .stacked import Stacked
@@ -120,5 +120,6 @@ __all__ = [
     "NonTensorSpec",
     "NestedKey",
     "stack_specs",
+    "holds_ragged",
 ]
 

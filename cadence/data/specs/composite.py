@@ -23,7 +23,7 @@ from .base import (
 )
 from .stacked import Stacked
 
-__all__ = ["Composite", "NestedKey", "StackedComposite"]
+__all__ = ["Composite", "NestedKey", "StackedComposite", "holds_ragged"]
 
 NestedKey = str | tuple[str, ...]
 
@@ -76,6 +76,22 @@ def _ragged_dim_among(specs: Iterable[TensorSpec], batch_ndim: int) -> int | Non
         if dim is not None and dim < batch_ndim and (found is None or dim < found):
             found = dim
     return found
+
+
+def holds_ragged(spec: TensorSpec) -> bool:
+    """Whether ``spec`` stacks elements of different shapes, itself or in one of its entries
+    (their values are lists or lazily stacked TensorDicts, not one tensor).
+
+    Examples:
+        >>> import torch
+        >>> from cadence.data import Unbounded
+        >>> ragged = torch.stack([Unbounded(shape=(3,)), Unbounded(shape=(5,))])
+        >>> holds_ragged(ragged), holds_ragged(Composite(obs=ragged, shape=(2,))), holds_ragged(Unbounded(shape=(3,)))
+        (True, True, False)
+    """
+    if isinstance(spec, Stacked):
+        return True
+    return isinstance(spec, Composite) and any(isinstance(leaf, Stacked) for leaf in spec.values(True, True))
 
 
 class _KeysView(Sequence):

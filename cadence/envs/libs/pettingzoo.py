@@ -42,7 +42,8 @@ import numpy as np
 import torch
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
-from cadence.data import Categorical, Composite, MultiOneHot, OneHot, Stacked, TensorSpec, Unbounded
+from cadence.data import Categorical, Composite, MultiOneHot, OneHot, TensorSpec, Unbounded
+from cadence.data.specs import holds_ragged
 from cadence.envs.common import EnvBase
 from cadence.envs.libs.gym import _action_converter, space_to_spec
 from cadence.envs.marl_grouping import MarlGroupMapType, check_marl_grouping
@@ -131,7 +132,7 @@ class _Group:
         if self.mask_in_observation:
             observations = [o.exclude("action_mask") for o in observations]
         self.observation = torch.stack(observations, 0)
-        self.ragged = isinstance(self.action, Stacked) or _is_ragged(self.observation)
+        self.ragged = holds_ragged(self.action) or holds_ragged(self.observation)
         self.mask_in_info = False
         self.info: Composite | None = None
         self.batch_size = torch.Size((len(agents),))
@@ -148,12 +149,6 @@ class _Group:
         if width is None:
             width = int(self.action_spaces[0].n)
         return Categorical(2, shape=(self.n, width), dtype=torch.bool, device=self.action.device)
-
-
-def _is_ragged(spec: TensorSpec) -> bool:
-    if isinstance(spec, Stacked):
-        return True
-    return isinstance(spec, Composite) and any(isinstance(s, Stacked) for s in spec.values(True, True))
 
 
 class PettingZooWrapper(EnvBase):

@@ -44,10 +44,10 @@ from cadence.data import (
     MultiCategorical,
     MultiOneHot,
     OneHot,
-    Stacked,
     TensorSpec,
     Unbounded,
 )
+from cadence.data.specs import holds_ragged
 from cadence.envs.common import EnvBase
 from cadence.envs.marl_grouping import MarlGroupMapType, check_marl_grouping
 from cadence.envs.utils import read_entry
@@ -199,9 +199,7 @@ class VmasWrapper(EnvBase):
                 group_observation["info"] = info
             observations[group] = group_observation
             rewards[group] = Composite(reward=Unbounded(shape=group_shape + (1,), device=device), shape=group_shape)
-            self._ragged[group] = isinstance(action, Stacked) or any(
-                isinstance(s, Stacked) for s in group_observation.values(True, True)
-            )
+            self._ragged[group] = holds_ragged(action) or holds_ragged(group_observation)
         flag = Categorical(2, shape=batch + (1,), dtype=torch.bool, device=device)
         self.observation_spec = observations
         self.action_spec = actions

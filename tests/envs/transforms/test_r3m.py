@@ -181,7 +181,8 @@ def _r3m_checkpoint(network: torch.nn.Module) -> dict:
     return {"r3m": state}
 
 
-def test_missing_weights_file_says_where_to_put_it(tmp_path) -> None:
+def test_missing_weights_file_says_where_to_put_it(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(torch.hub, "get_dir", lambda: str(tmp_path / "hub"))  # an empty default cache
     expected = str(tmp_path / "r3m_18.pt")
     with pytest.raises(FileNotFoundError) as info:
         R3MTransform("resnet18", model_dir=tmp_path)
@@ -189,8 +190,6 @@ def test_missing_weights_file_says_where_to_put_it(tmp_path) -> None:
     assert expected in message and "https://pytorch.s3.amazonaws.com/models/rl/r3m/r3m_18.pt" in message
     assert "fetches nothing" in message and "pretrained=False" in message
     with pytest.raises(FileNotFoundError, match=re.escape(str(default_model_dir() / "r3m_50.pt"))):
-        if (default_model_dir() / "r3m_50.pt").exists():
-            pytest.skip("this machine has the R3M weights in its torch hub cache")
         R3MTransform("resnet50")
     with pytest.raises(FileNotFoundError, match="weights_path='.*nothing.pt' is not a file"):
         R3MTransform("resnet18", weights_path=tmp_path / "nothing.pt")
