@@ -11,6 +11,11 @@ Cases, each with an MLP policy (observation -> 64 -> action, greedy or tanh):
 * ``kill``: one actor of a running ``RayCollector`` is killed with SIGKILL; reported: the
   frames lost (``stats()``) and the seconds until the restarted actor's first batch.
 * ``traffic``: the bytes of one batch (what each actor puts in Ray's object store per batch).
+* ``rllib``: RLlib's layer, ``WorkerSet`` with ``--actors`` remote ``RolloutWorker``s (PPO's
+  torch policy, 64 hidden units, on CartPole-v1, fragments of ``--frames-per-batch`` steps)
+  sampled with ``synchronous_parallel_sample``, against the local worker alone; then one
+  remote worker killed with SIGKILL: the env steps its round lost and the seconds until it
+  is back (restarted, given the weights, sampling).
 
 Usage::
 
@@ -146,6 +151,57 @@ def kill_cost(case: str, fpb: int, actors: int) -> tuple[int, float]:
     return lost, seconds
 
 
+def _worker_set(fpb: int, actors: int):  # noqa: ANN202 - a WorkerSet
+    import gymnasium as gym
+
+    from cadence.interop.rllib import WorkerSet
+    from cadence.interop.rllib.algorithms.ppo import PPOTorchPolicy
+
+    config = {"num_workers": actors, "rollout_fragment_length": fpb, "seed": 0, "model": {"fcnet_hiddens": [64]},
+              "delay_between_env_runner_restarts_s": 0.0}
+    return WorkerSet(env_creator=lambda ctx: gym.make("CartPole-v1"), default_policy_class=PPOTorchPolicy,
+                     config=config)
+
+
+def rllib_workers(frames: int, fpb: int, actors: int) -> tuple[float, float]:
+    """(env steps per second of the local RolloutWorker alone, of ``actors`` remote ones)."""
+    from cadence.interop.rllib import synchronous_parallel_sample
+
+    workers = _worker_set(fpb, actors)
+    local = workers.local_worker()
+    local.sample()  # warm-up
+    start = time.perf_counter()
+    got = 0
+    while got < frames:
+        got += local.sample().count
+    alone = got / (time.perf_counter() - start)
+    synchronous_parallel_sample(worker_set=workers)  # warm-up
+    start = time.perf_counter()
+    got = synchronous_parallel_sample(worker_set=workers, max_env_steps=frames).count
+    remote = got / (time.perf_counter() - start)
+    workers.stop()
+    return alone, remote
+
+
+def rllib_kill_cost(fpb: int, actors: int) -> tuple[int, float]:
+    """(env steps lost in the round of the kill, seconds until the killed worker samples again)."""
+    from cadence.interop.rllib import synchronous_parallel_sample
+
+    workers = _worker_set(fpb, actors)
+    synchronous_parallel_sample(worker_set=workers)
+    victim = workers.worker_pids()[1]
+    os.kill(victim, signal.SIGKILL)
+    killed = time.perf_counter()
+    fragments = synchronous_parallel_sample(worker_set=workers, concat=False)
+    lost = fpb * actors - sum(batch.count for batch in fragments)
+    while 1 not in workers.healthy_worker_ids():
+        synchronous_parallel_sample(worker_set=workers)
+    synchronous_parallel_sample(worker_set=workers)  # a round with the restored worker in it
+    seconds = time.perf_counter() - killed
+    workers.stop()
+    return lost, seconds
+
+
 def reference(python: str, case: str, frames: int, fpb: int, actors: int, cpus: int) -> tuple[float, float]:
     env_id, obs, act, discrete = ENVS[case]
     result = subprocess.run(
@@ -191,6 +247,11 @@ def main(argv: list[str] | None = None) -> int:
               f"{startup:>12.1f}{size:>13,}")
     lost, seconds = kill_cost(args.cases.split(",")[0], args.frames_per_batch, args.actors)
     print(f"\nkill: SIGKILL of actor 0 lost {lost} frames; the restarted actor's first batch came {seconds:.1f} s later")
+    alone, remote = rllib_workers(args.frames, args.frames_per_batch, args.actors)
+    print(f"\nrllib: WorkerSet, {args.actors} remote RolloutWorkers (PPO, CartPole-v1): {remote:,.0f} env steps/s; "
+          f"the local worker alone: {alone:,.0f} ({remote / alone:.2f}x)")
+    lost, seconds = rllib_kill_cost(args.frames_per_batch, args.actors)
+    print(f"rllib kill: SIGKILL of worker 1 lost {lost} env steps; back and sampling {seconds:.1f} s later")
     ray.shutdown()
     return 0
 

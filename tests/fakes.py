@@ -148,6 +148,19 @@ class TextEnv(gymnasium.Env):
         return f"step{self.t}", 1.0, self.t >= 3, False, {}
 
 
+class ExplodingEnv(gymnasium.Wrapper):
+    """CartPole whose ``step`` raises once ``explode`` is set: a simulator that breaks on demand."""
+
+    def __init__(self, env_context: object = None) -> None:
+        super().__init__(gymnasium.make("CartPole-v1"))
+        self.explode = False
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        if self.explode:
+            raise ValueError("the simulator exploded")
+        return self.env.step(action)
+
+
 class OffSpaceEnv(gymnasium.Env):
     """Declares a Box of shape (3,) (float32, or uint8) but returns ``shape``/``dtype``
     observations at ``at`` ("reset", "step" or "both"); well-formed ones elsewhere.

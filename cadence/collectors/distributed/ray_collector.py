@@ -48,6 +48,7 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase
 
+from cadence._weights_board import WeightsBoard
 from cadence.collectors.sync import DataCollectorBase, SyncDataCollector, _check_frames
 
 __all__ = ["RayCollector"]
@@ -137,32 +138,6 @@ class CollectorActor:
     def shutdown(self) -> None:
         """Closes the collector (and its envs)."""
         self.collector.shutdown()
-
-
-class WeightsBoard:
-    """A small Ray actor holding the latest weights' reference and version, which a
-    (re)started :class:`CollectorActor` reads first.
-
-    Examples:
-        >>> board = WeightsBoard()
-        >>> board.latest()
-        ([None], 0)
-        >>> board.publish(["ref"], 3)
-        >>> board.latest()
-        (['ref'], 3)
-    """
-
-    def __init__(self) -> None:
-        self._holder: list[Any] = [None]  # the reference travels in a list, so Ray does not resolve it
-        self._version = 0
-
-    def publish(self, holder: list[Any], version: int) -> None:
-        """Records the latest weights (``[object_ref]``) and their version."""
-        self._holder, self._version = holder, version
-
-    def latest(self) -> tuple[list[Any], int]:
-        """The latest weights (``[object_ref]``) and their version (0: none yet)."""
-        return self._holder, self._version
 
 
 @dataclass

@@ -9,7 +9,8 @@ the loss) and :class:`ModelV2` (a torch module with its own ``view_requirements`
 sampling: :class:`RolloutWorker`, :class:`SyncSampler` / :class:`AsyncSampler`, :class:`SampleCollector` /
 :class:`SimpleListCollector` (one list per collected column, observations stored once)
 and :class:`DefaultCallbacks` (gymnasium envs, Cadence envs, and :class:`MultiAgentEnv`
-with several policies, checked by :class:`MultiAgentEnvChecker`); and
+with several policies, checked by :class:`MultiAgentEnvChecker`); :class:`WorkerSet` and
+:func:`synchronous_parallel_sample` (remote workers as Ray actors, restarted when they fail); and
 :mod:`cadence.interop.rllib.algorithms.ppo` (``DEFAULT_CONFIG``, ``PPOTorchPolicy``). Native
 Cadence batches get the same views: :func:`add_views` (a collector's TensorDicts,
 :class:`TrajectoryViews` as its ``postproc``) and :func:`add_slice_views` (replay-buffer slices).
@@ -36,6 +37,7 @@ from cadence.interop.rllib.rollout_worker import RolloutWorker
 from cadence.interop.rllib.sampler import AsyncSampler, SyncSampler
 from cadence.interop.rllib.view_requirement import ViewRequirement
 from cadence.interop.rllib.views import SliceViews, TrajectoryViews, ViewCarry, add_slice_views, add_views
+from cadence.interop.rllib.worker_set import WorkerSet, synchronous_parallel_sample
 
 __all__ = [
     "AsyncSampler",
@@ -57,9 +59,11 @@ __all__ = [
     "TrajectoryViews",
     "ViewCarry",
     "ViewRequirement",
+    "WorkerSet",
     "add_slice_views",
     "add_views",
     "chop_into_sequences",
     "concat_samples",
     "override",
+    "synchronous_parallel_sample",
 ]

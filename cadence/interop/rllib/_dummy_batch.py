@@ -19,7 +19,6 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-import torch
 
 from cadence.interop.rllib._batch_columns import leaves, to_numpy
 from cadence.interop.rllib.sample_batch import SampleBatch

@@ -127,3 +127,15 @@ class DefaultCallbacks:
         Examples:
             >>> DefaultCallbacks().on_sample_end(worker=None, samples=None)
         """
+
+    def on_workers_recreated(
+        self, *, algorithm: Any, worker_set: Any, worker_ids: list[int], is_evaluation_workers: bool, **kwargs: Any,
+    ) -> None:
+        """A :class:`~cadence.interop.rllib.worker_set.WorkerSet` restored the remote workers
+        ``worker_ids`` after a failure (they already have the latest weights). ``algorithm``
+        is ``None`` outside an algorithm; ``is_evaluation_workers`` is ``False``.
+
+        Examples:
+            >>> DefaultCallbacks().on_workers_recreated(algorithm=None, worker_set=None, worker_ids=[1],
+            ...                                         is_evaluation_workers=False)
+        """

@@ -113,6 +113,10 @@ _PASS_THROUGH = frozenset({
     "clip_actions", "env", "log_level", "evaluation_interval", "create_env_on_driver", "preprocessor_pref",
     "observation_filter", "compress_observations", "min_sample_timesteps_per_iteration", "lr_schedule",
     "entropy_coeff_schedule", "shuffle_sequences", "_disable_preprocessor_api", "count_steps_by",
+    # read by the WorkerSet (cadence.interop.rllib.worker_set), not by one worker
+    "num_env_runners", "num_cpus_per_worker", "num_cpus_per_env_runner", "restart_failed_env_runners",
+    "ignore_env_runner_failures", "max_num_env_runner_restarts", "delay_between_env_runner_restarts_s",
+    "env_runner_health_probe_timeout_s",
 })
 
 
@@ -235,6 +239,8 @@ class RolloutWorker:
         policy_config: The config (sampling keys above, the rest for the policy).
         env_config: Overrides ``policy_config["env_config"]`` for the env context.
         worker_index, num_workers: This worker's index (0: local) and the worker count.
+        recreated_worker: Whether this worker replaces a failed one (a
+            :class:`~cadence.interop.rllib.worker_set.WorkerSet` restart); nothing else differs.
 
     Attributes:
         policy_map: ``{"default_policy": policy}``, or one policy per ``multiagent.policies`` id.
@@ -265,7 +271,7 @@ class RolloutWorker:
     def __init__(
         self, *, env_creator: Callable[[EnvContext], Any], policy_spec: Any = None,
         policy_config: Mapping[str, Any] | None = None, env_config: Mapping[str, Any] | None = None,
-        worker_index: int = 0, num_workers: int = 0,
+        worker_index: int = 0, num_workers: int = 0, recreated_worker: bool = False,
     ) -> None:
         config = dict(policy_config or {})
         multiagent = config.get("multiagent") or {}
@@ -275,6 +281,7 @@ class RolloutWorker:
         cfg = _check_config(config, policy_cls)
         self.policy_config = config
         self.worker_index, self.num_workers = worker_index, num_workers
+        self.recreated_worker = recreated_worker
         env_config = dict(cfg["env_config"] if env_config is None else env_config)
         self.envs = [
             env_creator(EnvContext(env_config, worker_index, vector_index, num_workers))
@@ -462,6 +469,30 @@ class RolloutWorker:
         batches = samples.policy_batches if isinstance(samples, MultiAgentBatch) else {DEFAULT_POLICY_ID: samples}
         return {policy_id: self.policy_map[policy_id].learn_on_batch(batch)
                 for policy_id, batch in batches.items() if self.is_policy_to_train(policy_id, samples)}
+
+    def apply(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``func(self, *args, **kwargs)``: what a WorkerSet runs on each of its workers.
+
+        Examples:
+            >>> import gymnasium as gym
+            >>> from cadence.interop.rllib.policy import RandomPolicy
+            >>> worker = RolloutWorker(env_creator=lambda ctx: gym.make("CartPole-v1"), policy_spec=RandomPolicy)
+            >>> worker.apply(lambda w, n: w.worker_index + n, 5)
+            5
+        """
+        return func(self, *args, **kwargs)
+
+    def ping(self) -> str:
+        """``"pong"``: RLlib's health probe (a WorkerSet probes for the process id instead, which
+        tells a restarted process from the old one).
+
+        Examples:
+            >>> import gymnasium as gym
+            >>> from cadence.interop.rllib.policy import RandomPolicy
+            >>> RolloutWorker(env_creator=lambda ctx: gym.make("CartPole-v1"), policy_spec=RandomPolicy).ping()
+            'pong'
+        """
+        return "pong"
 
     def stop(self) -> None:
         """Stops an async sampler's thread and closes the envs.

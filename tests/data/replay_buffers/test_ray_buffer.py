@@ -2,16 +2,18 @@
 from the driver and from tasks, checkpointed with the buffer's own dumps/loads, closed.
 
 Each actor starts a worker process that imports torch (seconds on a small machine), so
-the tests share one prioritized buffer (emptied and seeded by each) where they can.
+the tests share one prioritized buffer (emptied and seeded by each) where they can, and
+the module's buffers are built at once.
 """
 
 from __future__ import annotations
 
 import functools
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
@@ -28,7 +30,6 @@ from cadence.data.replay_buffers import (
 )
 from cadence.data.replay_buffers.ray_buffer import RayReplayBuffer
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
 # small shares of the session's 2 CPUs, so that several buffers and tasks fit at once
 ACTOR = {"num_cpus": 0.25}
 TASK_CPUS = 0.25
@@ -36,16 +37,9 @@ CAPACITY = 20
 
 
 @pytest.fixture(scope="module")
-def ray() -> Iterator[ModuleType]:
-    """One local Ray session for the module; shut down only if this module started it
-    (other tests of the run may hold one already)."""
-    ray = pytest.importorskip("ray", reason='needs the ray extra: pip install "cadence[ray]"')
-    started_here = not ray.is_initialized()
-    if started_here:
-        ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
-    yield ray
-    if started_here:
-        ray.shutdown()
+def ray(local_ray: ModuleType) -> ModuleType:
+    """The session's local Ray (tests/conftest.py)."""
+    return local_ray
 
 
 def _prioritized_buffer() -> RayReplayBuffer:
@@ -60,33 +54,40 @@ def _prioritized_buffer() -> RayReplayBuffer:
     )
 
 
+def _list_buffer() -> RayReplayBuffer:
+    return RayReplayBuffer(storage=ListStorage(10), sampler=SamplerWithoutReplacement, batch_size=2,
+                           remote_config=ACTOR)
+
+
+@dataclass
+class Buffers:
+    """The module's buffers, built at once (each actor's process imports torch: their starts overlap)."""
+
+    shared: RayReplayBuffer  # emptied and seeded by each test that takes it
+    fresh: RayReplayBuffer  # loads the shared one's checkpoint
+    listed: RayReplayBuffer  # a list buffer, closed by its test
+
+
 @pytest.fixture(scope="module")
-def shared(ray: ModuleType) -> Iterator[RayReplayBuffer]:
-    with _prioritized_buffer() as buffer:
-        yield buffer
+def buffers(ray: ModuleType) -> Iterator[Buffers]:
+    with ThreadPoolExecutor(3) as pool:
+        built = Buffers(*pool.map(lambda build: build(), [_prioritized_buffer, _prioritized_buffer, _list_buffer]))
+    yield built
+    for buffer in (built.shared, built.fresh, built.listed):
+        buffer.close()
 
 
 @pytest.fixture
-def buffer(shared: RayReplayBuffer) -> RayReplayBuffer:
+def buffer(buffers: Buffers) -> RayReplayBuffer:
     """The shared buffer, empty and seeded."""
-    shared.empty()
-    shared.set_seed(0)
-    return shared
+    buffers.shared.empty()
+    buffers.shared.set_seed(0)
+    return buffers.shared
 
 
 def _steps(start: int, n: int) -> TensorDict:
     values = torch.arange(start, start + n, dtype=torch.float32)
     return TensorDict({"obs": values.unsqueeze(-1).expand(n, 3).clone(), "step": values.long()}, [n])
-
-
-def test_importing_the_buffers_does_not_import_ray() -> None:
-    if "ray" not in sys.modules:  # this module imported the buffers, and nothing imported ray yet
-        return
-    code = "import sys, cadence.data.replay_buffers as rb; rb.RayReplayBuffer; print('ray' in sys.modules)"
-    result = subprocess.run(
-        [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, check=True
-    )
-    assert result.stdout.strip() == "False"
 
 
 def test_without_ray_building_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -146,14 +147,14 @@ def test_priorities_updated_remotely_change_what_is_sampled(ray: ModuleType, buf
 
 
 def test_dumps_then_loads_into_a_fresh_buffer_gives_the_same_contents(
-    buffer: RayReplayBuffer, tmp_path: Path
+    buffer: RayReplayBuffer, buffers: Buffers, tmp_path: Path
 ) -> None:
     buffer.extend(_steps(0, 25))  # wraps around: the cursor is part of the state
     priority = torch.zeros(CAPACITY)
     priority[3], priority[4] = 10.0, 20.0
     buffer.update_priority(torch.arange(CAPACITY), priority)
     buffer.dumps(tmp_path / "buffer")
-    with _prioritized_buffer() as restored:
+    with buffers.fresh as restored:
         restored.loads(tmp_path / "buffer")
 
         assert len(restored) == len(buffer) == CAPACITY
@@ -189,10 +190,8 @@ def test_a_constructor_error_is_raised_here_and_leaves_no_actor(ray: ModuleType)
     assert ray.available_resources().get("CPU", 0.0) == free
 
 
-def test_a_list_buffer_holds_any_data_iterates_and_closes(ray: ModuleType) -> None:
-    buffer = RayReplayBuffer(
-        storage=ListStorage(10), sampler=SamplerWithoutReplacement, batch_size=2, remote_config=ACTOR
-    )
+def test_a_list_buffer_holds_any_data_iterates_and_closes(ray: ModuleType, buffers: Buffers) -> None:
+    buffer = buffers.listed
     with pytest.raises(ValueError, match="is empty: extend it before sampling"):  # raised as itself
         buffer.sample()
     assert buffer.extend(["a", "b", "c", "d"]).tolist() == [0, 1, 2, 3]
