@@ -38,6 +38,7 @@ DEMO_BUDGET = ["--steps", "500", "--rollout-steps", "10"]
 # commands the README shows that another test or CI step runs
 RUN_ELSEWHERE = {
     "make test": ".ci/run (CI) runs it: this test is part of it",
+    "make docs": ".ci/run (CI) runs it; tests/test_docs.py tests what makes it fail",
     "make test-slow": ".ci/run (CI) runs it after make test",
     "python examples/ddpg_tutorial.py --total-frames 10000": "tests/examples/test_ddpg_tutorial.py runs the script",
 }

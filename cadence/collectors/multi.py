@@ -489,15 +489,13 @@ class MultiSyncDataCollector(_MultiCollectorBase):
 
     Args:
         create_env_fn: one env constructor per worker (a list), or one for all with
-            ``num_workers``; callables (``EnvCreator``s, functions, lambdas), not envs.
+            ``num_workers``; callables (``EnvCreator`` objects, functions, lambdas), not envs.
         policy: the policy (copied into every worker); ``None`` for random actions.
         frames_per_batch: the frames in each delivered batch.
         total_frames: stop after this many frames (-1 or ``None``: never).
         num_workers: the number of workers when ``create_env_fn`` is a single callable.
-        device, storing_device, env_device, policy_device, create_env_kwargs,
-        max_frames_per_traj, reset_at_each_iter, exploration_type, fast_path, compile_policy,
-        cudagraph_policy: as for
-            ``SyncDataCollector``, per worker.
+        device, storing_device, env_device, policy_device, create_env_kwargs, max_frames_per_traj, reset_at_each_iter, exploration_type, fast_path, compile_policy, cudagraph_policy: as
+            for ``SyncDataCollector``, per worker.
         init_random_frames: take random actions until this many frames are delivered.
         postproc: applied to each delivered batch.
         split_trajs: deliver ``split_trajectories(batch)``.

@@ -498,12 +498,15 @@ class SerialSimulators(ArraySimulator):
         self._rows: tuple[StepArrays, list[StepArrays]] | None = None
 
     def to_backend(self, action: torch.Tensor) -> Any:
+        """The protocol's ``to_backend``: the first row's conversion (every row takes the same)."""
         return self.simulators[0].to_backend(action)
 
     def reset_all(self) -> list[Any]:
+        """The protocol's ``reset_all``: each row's simulators reset, their raw observations in a list."""
         return [simulator.reset_all() for simulator in self.simulators]
 
     def step(self, action: Any) -> tuple[list[Any], np.ndarray, np.ndarray, np.ndarray]:
+        """The protocol's ``step``: each row stepped on its part of ``action``; flags and rewards stacked."""
         results = [simulator.step(action[i]) for i, simulator in enumerate(self.simulators)]
         return (
             [result[0] for result in results],
@@ -511,6 +514,7 @@ class SerialSimulators(ArraySimulator):
         )  # type: ignore[return-value]
 
     def reset_done(self, done: np.ndarray, obs: list[Any]) -> list[Any]:
+        """The protocol's ``reset_done``: the rows with a done reset, the others' observations kept."""
         obs = list(obs)
         for i, simulator in enumerate(self.simulators):
             if done[i].any():
@@ -518,6 +522,7 @@ class SerialSimulators(ArraySimulator):
         return obs
 
     def write_observation(self, targets: dict[str, np.ndarray], index: tuple[Any, ...], obs: list[Any]) -> None:
+        """The protocol's ``write_observation``: each row writes its observation at ``(*index, row)``."""
         for i, simulator in enumerate(self.simulators):
             simulator.write_observation(targets, (*index, i), obs[i])
 

@@ -147,6 +147,8 @@ class EnvBase(EnvSpecs, EnvRollouts, torch.nn.Module):
         self.allow_done_after_reset = allow_done_after_reset
         self.auto_reset = auto_reset
         self.auto_reset_replace = auto_reset_replace
+        #: The env's own random generator (seeded by ``set_seed``): random actions and any
+        #: randomness of a simulator written in torch draw from it, never from torch's global one.
         self.rng = torch.Generator()
         self.is_closed = False
         self._cache: dict[str, Any] = {}

@@ -343,5 +343,6 @@ for _name in (
 ):
     setattr(EnvSpecs, f"{_name}_unbatched", _unbatched_spec(_name))
 for _name in ("input_spec", "output_spec"):
-    setattr(EnvSpecs, f"{_name}_unbatched", property(lambda env, name=_name: env._unbatched(getattr(env, name))))
+    setattr(EnvSpecs, f"{_name}_unbatched", property(lambda env, name=_name: env._unbatched(getattr(env, name)),
+                                                     doc=f"``{_name}`` of one env of the batch (read only)."))
 del _name

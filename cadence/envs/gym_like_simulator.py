@@ -86,19 +86,24 @@ class GymLikeSimulator(ArraySimulator):
         self._single = self.observation_keys == ("observation",)
 
     def to_backend(self, action: torch.Tensor) -> Any:
+        """The protocol's ``to_backend``: the env's own action reader."""
         return self.env.read_action(action)  # type: ignore[attr-defined]
 
     def reset_all(self) -> Any:
+        """The protocol's ``reset_all``: the env's ``reset`` (its checks and bookkeeping included)."""
         return self.env.reset()  # its checks and bookkeeping, as the generic loop's
 
     def step(self, action: Any) -> tuple[Any, Any, Any, Any]:
+        """The protocol's ``step``: the backend's step through the env's ``_simulate``."""
         obs, reward, terminated, truncated, _ = self.env._simulate(action)  # type: ignore[attr-defined]
         return obs, reward, bool(terminated), bool(truncated)
 
     def reset_done(self, done: np.ndarray, obs: Any) -> Any:
+        """The protocol's ``reset_done``: one env, so a reset of it."""
         return self.env.reset()
 
     def write_observation(self, targets: dict[str, np.ndarray], index: tuple[Any, ...], obs: Any) -> None:
+        """The protocol's ``write_observation``: one entry, or each key of a dict or tuple observation."""
         if self._single and not hasattr(obs, "keys"):
             targets["observation"][index] = obs
             return

@@ -656,18 +656,23 @@ class ParallelSimulators(ArraySimulator):
         self._truncated = shared.output.get("truncated").numpy().reshape(batch)
 
     def to_backend(self, action: torch.Tensor) -> Any:
+        """The protocol's ``to_backend``: the action as it is (each worker converts its part)."""
         return action  # each worker converts its part
 
     def reset_all(self) -> Any:
+        """The protocol's ``reset_all``: the ParallelEnv's reset, as arrays."""
         out = self.env.reset()
         return {key: out.get(key).numpy() for key in self.observation_keys}
 
     def step(self, action: Any) -> tuple[Any, Any, Any, Any]:
+        """The protocol's ``step``: the action written into shared memory, one message to the workers, their
+        results read from shared memory."""
         self._action.copy_(action)
         self.env._step_shared()  # type: ignore[attr-defined]
         return self._obs, self._reward, self._terminated, self._truncated
 
     def reset_done(self, done: np.ndarray, obs: Any) -> Any:
+        """The protocol's ``reset_done``: a partial reset of the workers whose sub-envs are done."""
         env = self.env
         entries: dict[str, Any] = {key: torch.from_numpy(np.array(obs[key])) for key in self.observation_keys}
         entries["_reset"] = torch.from_numpy(np.array(done)).unsqueeze(-1)
@@ -675,5 +680,6 @@ class ParallelSimulators(ArraySimulator):
         return {key: out.get(key).numpy() for key in self.observation_keys}
 
     def write_observation(self, targets: dict[str, np.ndarray], index: tuple[Any, ...], obs: Any) -> None:
+        """The protocol's ``write_observation``: each observation entry at ``index``."""
         for key, array in targets.items():
             array[index] = obs[key]

@@ -59,6 +59,7 @@ class SimulatorValuesStep:
         ['done', 'observation', 'reward', 'terminated', 'truncated']
     """
 
+    #: Steps per block of arrays: a block is filled, then the next one is allocated.
     CHUNK = 64
 
     def __init__(

@@ -15,7 +15,7 @@ nor its bookkeeping), on the CPU, with static specs of tensors and the arrays' l
 gradients off (``torch.no_grad()``, as collectors run): the arrays hold copies, and a
 rollout that trains through the simulator (the seed's Pendulum tutorial) needs the graph.
 
-A stateless env's state travels in its data (:attr:`TorchEnvSimulator.state_in_data`):
+A stateless env's state travels in its data (:attr:`~cadence.envs.array_simulator.ArraySimulator.state_in_data`):
 this simulator keeps it from step to step, so only paths that own the data from step to
 step use it (not ``ParallelEnv``'s workers, whose input may carry another state).
 
@@ -110,14 +110,17 @@ class TorchEnvSimulator(ArraySimulator):
 
     # ------------------------------------------------------------------ the protocol
     def to_backend(self, action: torch.Tensor) -> Any:
+        """The protocol's ``to_backend``: the action tensor as it is."""
         return action
 
     def reset_all(self) -> Any:
+        """The protocol's ``reset_all``: the env's reset, where it then stands."""
         out = self.env.reset()
         self.stand_at(out)
         return out
 
     def step(self, action: Any) -> tuple[Any, Any, Any, Any]:
+        """The protocol's ``step``: the env's ``_step`` on where it stands, with ``step()``'s action check."""
         env = self.env
         if self._current is None:
             raise RuntimeError(f"{type(env).__name__}: the array simulator was stepped before a reset")
@@ -138,6 +141,7 @@ class TorchEnvSimulator(ArraySimulator):
         )
 
     def reset_done(self, done: np.ndarray, obs: Any) -> Any:
+        """The protocol's ``reset_done``: the generic loop's partial reset of the done components."""
         assert self._current is not None
         # the generic loop's partial reset, of the components `done` selects (a step counter
         # outside the env may end an episode the env's own flags go on with)
@@ -147,6 +151,7 @@ class TorchEnvSimulator(ArraySimulator):
         return next_root
 
     def write_observation(self, targets: dict[Any, np.ndarray], index: tuple[Any, ...], obs: Any) -> None:
+        """The protocol's ``write_observation``: each observation entry of the output at ``index``."""
         for key, value in obs.items(True, True):  # one walk through the output (nested keys as tuples)
             target = targets.get(key)
             if target is not None:

@@ -218,6 +218,7 @@ class Recording:
         (torch.Size([70, 1]), 70, 70)
     """
 
+    #: Steps recorded before they are stacked into one block.
     CHUNK = 64
 
     def __init__(self, dim: int) -> None:

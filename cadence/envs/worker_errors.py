@@ -127,6 +127,12 @@ class RemoteError:
             self.pickled = None
 
     def exception(self) -> BaseException | None:
+        """The original exception, rebuilt in the parent (``None`` where it does not unpickle).
+
+        Examples:
+            >>> RemoteError(KeyError("reward")).exception()
+            KeyError('reward')
+        """
         if self.pickled is None:
             return None
         try:

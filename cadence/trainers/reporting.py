@@ -34,7 +34,9 @@ from typing import Any, TextIO
 
 __all__ = ["EPISODE_COLUMNS", "METRIC_COLUMNS", "MetricsLog", "ProgressDisplay", "plot_returns", "read_csv"]
 
+#: The columns of ``episodes.csv``.
 EPISODE_COLUMNS = ("frames", "return", "length")
+#: The columns of ``metrics.csv``.
 METRIC_COLUMNS = (
     "frames", "updates", "wall_s", "fps", "train_return", "train_episodes", "eval_return", "eval_return_std",
     "loss_actor", "loss_value", "loss_alpha", "alpha",

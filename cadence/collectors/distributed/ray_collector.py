@@ -77,7 +77,7 @@ class CollectorActor:
         collector_class: the collector to run.
         collector_kwargs: more arguments for it.
         worker_id: the actor's index, written into every batch.
-        weights_board: the driver's :class:`WeightsBoard` actor (``None`` outside Ray).
+        weights_board: the driver's ``WeightsBoard`` (:mod:`cadence._weights_board`) actor (``None`` outside Ray).
 
     Examples:
         >>> from cadence.envs import GymEnv

@@ -122,7 +122,7 @@ def _all_moves() -> list[str]:
     return sorted(base + suffix for base in bases for suffix in SUFFIXES)
 
 
-#: Every SAN string that can name a legal move, sorted: ``ChessEnv``'s action ``i`` is ``SAN_MOVES[i]``.
+#: Every SAN string that can name a legal move, in sorted order; ``ChessEnv``'s action ``i`` is ``SAN_MOVES[i]``.
 SAN_MOVES: tuple[str, ...] = tuple(_all_moves())
 
 

@@ -143,7 +143,7 @@ class PendulumEnv(EnvBase):
     """
 
     metadata: dict[str, object] = {"render_modes": [], "render_fps": 30}
-    #: Stateless: inputs may carry any batch (with their own ``"params"``).
+    #: ``False``, as the env is stateless, so inputs may carry any batch (with their own ``"params"``).
     batch_locked: bool = False
 
     def __init__(

@@ -142,7 +142,7 @@ class TicTacToeEnv(EnvBase):
         (True, False)
     """
 
-    #: Stateless: inputs may carry any batch of games (their own boards).
+    #: ``False`` for a stateless env, whose inputs may carry any batch of games (their own boards).
     batch_locked: bool = False
 
     def __init__(

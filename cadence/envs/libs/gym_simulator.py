@@ -83,12 +83,15 @@ class GymSimulator(ArraySimulator):
             self._truncated = np.zeros(n, dtype=np.bool_)
 
     def to_backend(self, action: torch.Tensor) -> Any:
+        """The protocol's ``to_backend``: the wrapper's conversion to a gymnasium action."""
         return self.wrapper._to_backend(action)
 
     def reset_all(self) -> Any:
+        """The protocol's ``reset_all``: the wrapper's reset of the gymnasium env (or vector env)."""
         return self.wrapper._reset_backend()[0]
 
     def step(self, action: Any) -> tuple[Any, Any, Any, Any]:
+        """The protocol's ``step``: gymnasium's ``step`` (a vector env's sub-envs stepped one by one)."""
         if self._sub_envs is not None:
             return self._step_sub_envs(action)
         obs, reward, terminated, truncated, _ = self.wrapper._env.step(action)
@@ -106,6 +109,7 @@ class GymSimulator(ArraySimulator):
         return obs, reward, terminated, truncated
 
     def reset_done(self, done: np.ndarray, obs: Any) -> Any:
+        """The protocol's ``reset_done``: the done sub-envs of a vector env reset, or the one env."""
         if self._sub_envs is not None:
             vector = self.wrapper._env
             for i in np.flatnonzero(done):  # as the vector env's masked reset does, sub-env by sub-env
@@ -118,6 +122,7 @@ class GymSimulator(ArraySimulator):
         return self.wrapper._env.reset()[0]
 
     def write_observation(self, targets: dict[str, np.ndarray], index: tuple[Any, ...], obs: Any) -> None:
+        """The protocol's ``write_observation``: the one ``"observation"`` entry."""
         targets["observation"][index] = obs
 
     def check_observation(self, obs: Any, where: str) -> None:

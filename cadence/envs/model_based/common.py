@@ -110,7 +110,7 @@ class ModelBasedEnvBase(EnvBase):
         (torch.Size([5, 4, 3]), torch.Size([5, 4, 1]))
     """
 
-    #: Stateless: inputs may carry any leading batch dims before ``batch_size``.
+    #: ``False``, as the env is stateless, so inputs may carry any leading batch dims before ``batch_size``.
     batch_locked: bool = False
 
     def __init__(

@@ -414,7 +414,7 @@ class VecNorm(Transform):
 
     @property
     def loc(self) -> TensorDict:
-        """The current means, by in_key: with :attr:`scale`, the affine map
+        """The current means, by in_key; with :attr:`scale`, the affine map
         ``(x - loc) / scale`` this transform applies now (an ``ObservationNorm(loc,
         scale, standard_normal=True)`` freezes it).
 

@@ -267,6 +267,15 @@ class EncoderNet(Transform):
         return self._modules[self.network_name]
 
     def train(self, mode: bool = True) -> EncoderNet:
+        """``nn.Module.train``, except that a frozen encoder (``requires_grad=False``) stays in eval
+        mode: its normalisation uses running statistics, never a batch's.
+
+        Examples:
+            >>> import torch
+            >>> net = EncoderNet(torch.nn.Flatten(), 12, in_keys=["image"])
+            >>> net.train().training, net.encoder.training
+            (True, False)
+        """
         super().train(mode)
         if not self.requires_grad:
             self.encoder.eval()  # a frozen encoder: running statistics, never batch statistics

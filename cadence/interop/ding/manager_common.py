@@ -90,7 +90,7 @@ class EnvManagerError(RuntimeError):
     """An env of a manager failed; the message names the env, the method and what came.
 
     A ``RuntimeError``, as DI-engine's managers raise. When ``step`` fails for some envs,
-    the timesteps of the others are in :attr:`timesteps` (the manager's state already took
+    the timesteps of the others are in ``timesteps`` (the manager's state already took
     them in: their next observations are in ``ready_obs``).
 
     Args:

@@ -33,6 +33,7 @@ import gymnasium as gym
 
 __all__ = ["PRESETS", "preset_wrappers"]
 
+#: The names ``DingEnvWrapper``'s ``cfg["env_wrapper"]`` takes.
 PRESETS = ("default", "mujoco_default", "atari_default", "gym_hybrid_default")
 
 Wrap = Callable[[gym.Env], gym.Env]

@@ -97,7 +97,9 @@ class Episode:
     Attributes:
         length: Env steps so far; ``total_reward``: their summed reward (all agents).
         agent_rewards: ``(agent_id, policy_id)`` -> that agent's summed reward.
-        user_data, custom_metrics, hist_data: Free for callbacks.
+        user_data: Free for callbacks.
+        custom_metrics: Free for callbacks.
+        hist_data: Free for callbacks.
         last_observation: The last observation recorded.
 
     Examples:

@@ -108,7 +108,8 @@ class Policy:
     Attributes:
         view_requirements: View column -> :class:`ViewRequirement`: RLlib's defaults
             (:meth:`_get_default_view_requirements`) updated with ``self.model``'s views.
-        model, dist_class: The :class:`ModelV2` and the distribution class (or ``None``).
+        model: The :class:`ModelV2` (or ``None``).
+        dist_class: The action distribution class (or ``None``).
         global_timestep: The sampling timestep, from :meth:`on_global_var_update`.
 
     Raises:
@@ -170,7 +171,7 @@ class Policy:
         Args:
             input_dict: A SampleBatch of the views used for compute_actions (``obs``,
                 ``prev_actions``, ``state_in_0``, ...), one row per agent step, with ``seq_lens``.
-            explore, timestep, episodes, **kwargs: Whether to explore (``None``: the config's
+            explore, timestep, episodes, kwargs: Whether to explore (``None``: the config's
                 choice), the sampling timestep, the rows' episodes if known, more.
 
         Returns:

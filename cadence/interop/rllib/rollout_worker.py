@@ -6,20 +6,20 @@ first env's spaces, runs its view pruning (``_initialize_loss_from_dummy_batch``
 constructor did not, and samples with a :class:`SyncSampler`. The sampling keys of
 ``policy_config`` have the seed's meaning:
 
-=========================  ==========================================================
-``batch_mode``             ``"truncate_episodes"`` (default) or ``"complete_episodes"``
-``rollout_fragment_length`` env steps per env per ``sample()`` (truncate mode), int >= 1
-``num_envs_per_worker``    envs stepped together, int >= 1
-``horizon``                cut episodes after this many steps (``None``: never)
-``soft_horizon``           at the horizon: no done, no reset (needs ``horizon``)
-``no_done_at_end``         never write a done
-``seed``                   seeds episode ids and env resets (plus ``1000 * worker_index``)
-``callbacks``              a :class:`DefaultCallbacks` subclass
-``clip_rewards``           ``True`` (sign), a float bound, or ``None``
-``explore``                passed to the policy's ``compute_actions_from_input_dict``
-``sample_async``           sample in a background thread (:class:`AsyncSampler`)
-``multiagent``             ``{"policies", "policy_mapping_fn", "count_steps_by"}`` (below)
-=========================  ==========================================================
+============================  ==========================================================
+``batch_mode``                ``"truncate_episodes"`` (default) or ``"complete_episodes"``
+``rollout_fragment_length``   env steps per env per ``sample()`` (truncate mode), int >= 1
+``num_envs_per_worker``       envs stepped together, int >= 1
+``horizon``                   cut episodes after this many steps (``None``: never)
+``soft_horizon``              at the horizon: no done, no reset (needs ``horizon``)
+``no_done_at_end``            never write a done
+``seed``                      seeds episode ids and env resets (plus ``1000 * worker_index``)
+``callbacks``                 a :class:`DefaultCallbacks` subclass
+``clip_rewards``              ``True`` (sign), a float bound, or ``None``
+``explore``                   passed to the policy's ``compute_actions_from_input_dict``
+``sample_async``              sample in a background thread (:class:`AsyncSampler`)
+``multiagent``                ``{"policies", "policy_mapping_fn", "count_steps_by"}`` (below)
+============================  ==========================================================
 
 ``multiagent`` (with an ``env_creator`` returning a
 :class:`~cadence.interop.rllib.multi_agent_env.MultiAgentEnv`): ``policies`` maps policy ids

@@ -1,6 +1,6 @@
 """RLlib's ``SampleBatch`` (old API stack): a dict of columns, one row per step.
 
-A :class:`SampleBatch` maps column names (RLlib's constants, e.g. :attr:`SampleBatch.OBS`) to
+A :class:`SampleBatch` maps column names (RLlib's constants, e.g. ``SampleBatch.OBS``) to
 numpy arrays that all have the same number of rows (``infos`` may be a list of dicts; a column
 may be a nested dict or tuple of arrays, e.g. for ``Dict`` or ``Tuple`` observations). Slices are views, as in RLlib;
 :meth:`SampleBatch.to_tensordict` and :meth:`SampleBatch.from_tensordict` cross to Cadence's
@@ -15,7 +15,7 @@ Deliberate differences from RLlib (ray 2.x):
   that must change together (``seq_lens`` with ``state_in_*``) in one ``update``.
 * Lists become numpy arrays (as in ray 1.x), except ``infos``, which stays a list; tuples are
   structure (as in RLlib), each part a column of its own.
-* ``"dones"`` (:attr:`SampleBatch.DONES`): a stored ``dones`` column (ray 1.x) is accepted;
+* ``"dones"`` (``SampleBatch.DONES``): a stored ``dones`` column (ray 1.x) is accepted;
   without one, ``batch["dones"]`` is ``terminateds | truncateds`` (ray 2.x returns
   ``terminateds`` alone, though it documents the "or").
 * :meth:`SampleBatch.shuffle` takes a ``numpy.random.Generator``: no global RNG.
@@ -90,8 +90,10 @@ class SampleBatch(CheckedColumns):
 
     Attributes:
         count: the number of rows (``sum(seq_lens)`` when ``seq_lens`` is set).
-        accessed_keys, added_keys, deleted_keys: the columns read, added and deleted since
-            construction (RLlib's tracking, used to prune unused views).
+        accessed_keys: the columns read since construction (RLlib's tracking, used to prune
+            unused views).
+        added_keys: the columns added since construction.
+        deleted_keys: the columns deleted since construction.
 
     Raises:
         ValueError: columns with different numbers of rows (names both), or rows that do not
@@ -259,7 +261,7 @@ class SampleBatch(CheckedColumns):
 
     @property
     def is_training(self) -> Any:
-        """Whether the batch is for training (else for inference: computing actions).
+        """Whether the batch is for training (else it is for inference, computing actions).
 
         Examples:
             >>> import numpy as np

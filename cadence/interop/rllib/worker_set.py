@@ -15,22 +15,22 @@ if it is not running; :meth:`WorkerSet.stop` stops what it started. A training l
 
 Faults, with RLlib's keys and meaning:
 
-======================================  =====================================================
-``restart_failed_env_runners``          (default ``True``) a remote worker that fails, its
-                                        process killed or a call on it raising (an env that
-                                        throws), is restarted by Ray as an identical copy: the
-                                        same index and config, ``recreated_worker`` set. What
-                                        it was computing is lost; the others' results stand.
-``ignore_env_runner_failures``          (default ``False``) without restarts, go on with the
-                                        other workers instead of raising; with restarts, the
-                                        same for a worker past its restart budget.
-``max_num_env_runner_restarts``         (default 1000) restarts allowed per worker.
-``delay_between_env_runner_restarts_s`` (default 60.0) a worker whose call raised is
-                                        restarted this long after (RLlib's back-pressure on
-                                        crash loops); a killed process restarts at once.
-``env_runner_health_probe_timeout_s``   (default 30.0) how long a call waits for restarted
-                                        workers when no healthy remote worker is left.
-======================================  =====================================================
+=========================================  =====================================================
+``restart_failed_env_runners``             (default ``True``) a remote worker that fails, its
+                                           process killed or a call on it raising (an env that
+                                           throws), is restarted by Ray as an identical copy: the
+                                           same index and config, ``recreated_worker`` set. What
+                                           it was computing is lost; the others' results stand.
+``ignore_env_runner_failures``             (default ``False``) without restarts, go on with the
+                                           other workers instead of raising; with restarts, the
+                                           same for a worker past its restart budget.
+``max_num_env_runner_restarts``            (default 1000) restarts allowed per worker.
+``delay_between_env_runner_restarts_s``    (default 60.0) a worker whose call raised is
+                                           restarted this long after (RLlib's back-pressure on
+                                           crash loops); a killed process restarts at once.
+``env_runner_health_probe_timeout_s``      (default 30.0) how long a call waits for restarted
+                                           workers when no healthy remote worker is left.
+=========================================  =====================================================
 
 Before each call on the workers (:meth:`WorkerSet.foreach_worker`,
 :meth:`WorkerSet.sync_weights`, and so :func:`synchronous_parallel_sample`) the set probes the

@@ -1,7 +1,7 @@
 """The :class:`Logger` base class: what every Cadence logger answers to.
 
 A logger owns one *experiment* (a directory of CSV files, a TensorBoard writer, a wandb
-run), made once by :meth:`Logger._create_experiment` and kept in :attr:`Logger.experiment`.
+run), made once by :meth:`Logger._create_experiment` and kept in ``Logger.experiment``.
 Training code talks to the logger only through ``log_scalar``, ``log_video``,
 ``log_hparams`` and ``log_histogram``, so that swapping one backend for another is a
 one-line change.
@@ -256,7 +256,7 @@ class Logger:
     # ------------------------------------------------------------------ to implement
 
     def _create_experiment(self) -> Any:
-        """Makes the backend object kept in :attr:`experiment`; called once by ``__init__``."""
+        """Makes the backend object kept in ``experiment``; called once by ``__init__``."""
         raise NotImplementedError(f"{type(self).__name__} must implement _create_experiment()")
 
     def log_scalar(self, name: str, value: Any, step: int | None = None) -> None:

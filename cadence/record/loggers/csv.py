@@ -115,7 +115,7 @@ def _yaml_flow(value: Any) -> str:
 
 
 class CSVExperiment:
-    """The files of one CSV experiment (what :attr:`CSVLogger.experiment` holds).
+    """The files of one CSV experiment (what ``CSVLogger.experiment`` holds).
 
     Args:
         log_dir: the experiment's directory (made if missing).
@@ -228,7 +228,7 @@ class CSVExperiment:
         os.replace(temporary, path)
 
     def add_video(self, name: str, video: Any, step: int, fps: float | None = None) -> str:
-        """Writes one video file in :attr:`video_format` and returns its path.
+        """Writes one video file in ``video_format`` and returns its path.
 
         ``"pt"`` saves the tensor as given (``torch.save``, batch and layout untouched);
         ``"memmap"`` saves it as a ``.npy``-format file (``numpy.load(path, mmap_mode="r")``

@@ -34,7 +34,7 @@ def _hparam_value(value: Any) -> int | float | str | bool:
 class TensorboardLogger(Logger):
     """Logs to TensorBoard event files under ``<log_dir>/<exp_name>/``.
 
-    :attr:`experiment` is the ``torch.utils.tensorboard.SummaryWriter``. Event files are
+    ``experiment`` is the ``torch.utils.tensorboard.SummaryWriter``. Event files are
     buffered by the writer (written every ``flush_secs``, 120 s by default); call
     :meth:`flush` or :meth:`close` (or use the logger as a context manager) to write them
     out now.

@@ -35,7 +35,7 @@ STEP_KEY = "trainer/step"
 
 
 class WandbLogger(Logger):
-    """Logs to a wandb run (:attr:`experiment`), offline unless ``offline=False``.
+    """Logs to a wandb run (``experiment``), offline unless ``offline=False``.
 
     Args:
         exp_name: the run's name.

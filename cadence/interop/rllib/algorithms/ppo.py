@@ -253,7 +253,7 @@ class PPOTorchPolicy(Policy):
         Args:
             input_dict: At least ``obs`` (``[B, ...]``).
             explore: Sample (True) or take the mode (False); ``None``: ``config["explore"]``.
-            timestep, episodes, **kwargs: Unused (RLlib's signature).
+            timestep, episodes, kwargs: Unused (RLlib's signature).
 
         Returns:
             ``(actions [B, ...], [], {"vf_preds": [B], "action_dist_inputs": [B, n],
