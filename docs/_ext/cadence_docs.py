@@ -72,12 +72,18 @@ def is_package(module: Any) -> bool:
     return hasattr(module, "__path__")
 
 
+def _private_home(value: Any) -> bool:
+    return any(part.startswith("_") for part in (getattr(value, "__module__", None) or "").split("."))
+
+
 def defined_here(module: Any) -> list[tuple[str, Any]]:
-    """The public classes and functions whose home is ``module``."""
+    """The public classes and functions documented on ``module``'s page: those whose home is
+    ``module``, and those it exports from a private module."""
+    exported = set(getattr(module, "__all__", ()))
     return [
         (name, value) for name, value in sorted(vars(module).items())
         if not name.startswith("_") and (inspect.isclass(value) or inspect.isfunction(value))
-        and getattr(value, "__module__", None) == module.__name__
+        and (getattr(value, "__module__", None) == module.__name__ or (name in exported and _private_home(value)))
     ]
 
 
@@ -109,8 +115,8 @@ def _title(text: str) -> str:
     return f"{text}\n{'=' * len(text)}\n"
 
 
-def module_page(name: str) -> str:
-    """The reST of one module's API page."""
+def module_page(name: str, modules: list[str]) -> str:
+    """The reST of one module's API page (``modules``: every public module)."""
     module = importlib.import_module(name)
     lines = [_title(name), f".. automodule:: {name}", "   :members:", "   :ignore-module-all:",
              "   :show-inheritance:", ""]
@@ -121,13 +127,13 @@ def module_page(name: str) -> str:
         home = getattr(value, "__module__", None) or ""
         if not (inspect.isclass(value) or inspect.isfunction(value)) or not home.startswith(PACKAGE):
             listed.append(f"* ``{item}``")
-        elif any(part.startswith("_") for part in home.split(".")):  # a private home: documented here
+        elif _private_home(value):  # documented here
             lines += [f".. auto{'class' if inspect.isclass(value) else 'function'}:: {name}.{item}", ""]
         elif home != name:
             listed.append(f"* :py:obj:`{item} <{home}.{value.__qualname__}>`")
     if is_package(module) and listed:
         lines += [".. rubric:: Exports", "", *listed, ""]
-    children = sorted(child for child in public_modules() if child.rpartition(".")[0] == name)
+    children = sorted(child for child in modules if child.rpartition(".")[0] == name)
     if children:
         lines += [".. rubric:: Modules", "", ".. toctree::", "   :maxdepth: 1", ""]
         lines += [f"   {child}" for child in children] + [""]
@@ -141,7 +147,7 @@ def write_api_pages(app: Sphinx) -> None:
     folder.mkdir()
     modules = public_modules()
     for name in modules:
-        (folder / f"{name}.rst").write_text(module_page(name))
+        (folder / f"{name}.rst").write_text(module_page(name, modules))
         for missing in undocumented(importlib.import_module(name)):
             logger.warning(f"undocumented public name: {missing}", type="cadence", subtype="undocumented")
     roots = [name for name in modules if name.count(".") == 1]
