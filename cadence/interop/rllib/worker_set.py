@@ -339,8 +339,8 @@ class WorkerSet:
         Args:
             func: Runs on each worker (sent to the remote ones by Ray).
             local_worker: Include the local worker (its result comes first).
-            healthy_only: Only healthy remote workers are called (the only choice: a failed one
-                is probed, not called).
+            healthy_only: Only healthy remote workers (``False``: also those that failed and
+                may be restarting; those dead for good never).
             remote_worker_ids: Only these remote workers (default: all).
             timeout_seconds: How long to wait for the remote results (``None``: for all).
 
@@ -358,13 +358,12 @@ class WorkerSet:
             >>> workers.foreach_worker(lambda worker: worker.env.spec.id)
             ['CartPole-v1']
         """
-        if not healthy_only:
-            raise ValueError("WorkerSet.foreach_worker: healthy_only=False is not supported; failed workers are "
-                             "probed and restored before each call")
         self._restore(wait=False)
         wanted = None if remote_worker_ids is None else set(remote_worker_ids)
-        calls = {record.actor.apply.remote(func): record for record in self._remotes
-                 if record.healthy and (wanted is None or record.index in wanted)}
+        callable_now = [record for record in self._remotes
+                        if (record.healthy or not (healthy_only or record.dead))
+                        and (wanted is None or record.index in wanted)]
+        calls = {record.actor.apply.remote(func): record for record in callable_now}
         results = [func(self._local)] if local_worker and self._local is not None else []
         return results + self._gather(calls, timeout_seconds)
 
