@@ -30,7 +30,7 @@ Examples:
     >>> from cadence.envs import GymEnv
     >>> policy = TensorDictModule(torch.nn.Linear(3, 1), ["observation"], ["action"])
     >>> collector = RayCollector(lambda: GymEnv("Pendulum-v1"), policy, frames_per_batch=50, total_frames=200,
-    ...                          num_collectors=2, ray_init_config={"num_cpus": 2, "include_dashboard": False})
+    ...                          num_collectors=1, ray_init_config={"num_cpus": 2, "include_dashboard": False})
     >>> [batch.batch_size[0] for batch in collector]
     [50, 50, 50, 50]
     >>> collector.shutdown()

@@ -1,8 +1,9 @@
 """WorkerSet: RLlib's RolloutWorkers as Ray actors, with ``restart_failed_env_runners`` (issue #20).
 
 The remote tests run on a local 2-CPU Ray and share one set of two workers (each worker
-process imports torch: seconds on 2 cores): sampling, weights, a SIGKILL, an env that
-raises, then the restart budget (one each) running out, in this order.
+process imports torch: seconds on 2 cores): sampling, weights, a SIGKILL and an env that
+raises at once (their restarts overlap), then the restart budget (one each) running out,
+in this order.
 """
 
 from __future__ import annotations
@@ -106,36 +107,26 @@ def test_sync_weights_reaches_every_worker(workers: WorkerSet) -> None:
     assert all(np.all(w == 0.25) for w in weights_everywhere(workers))
 
 
-def test_a_killed_worker_is_restarted_with_the_latest_weights_and_sampling_goes_on(workers: WorkerSet) -> None:
+def test_a_killed_worker_and_one_whose_env_raises_come_back_with_the_latest_weights(workers: WorkerSet) -> None:
     local = workers.local_worker()
     local.get_policy().set_weights({key: np.full_like(value, 0.5) for key, value in
                                     local.get_policy().get_weights().items()})
     workers.sync_weights()
+    workers.foreach_worker(lambda w: setattr(w.env, "explode", True), local_worker=False, remote_worker_ids=[2])
     victim = workers.worker_pids()[1]
     os.kill(victim, signal.SIGKILL)
-    killed_at = time.monotonic()
-    batch = synchronous_parallel_sample(worker_set=workers, max_env_steps=200)
-    assert batch.count >= 200  # at most worker 1's fragments are lost: worker 2 goes on
-    while 1 not in workers.healthy_worker_ids():  # restored by the next call on the set
-        workers.foreach_worker(lambda w: None, local_worker=False)
-        # a generous bound (no speed is asserted here): benchmarks/bench_ray.py measures it
-        assert time.monotonic() - killed_at < 60, "worker 1 never came back"
-    assert workers.worker_pids()[1] != victim and workers.num_remote_worker_restarts() == 1
+    failed_at = time.monotonic()
+    # both fail in this round, their fragments lost; with no healthy worker left the call
+    # waits for the restarted ones and samples from them
+    fragments = synchronous_parallel_sample(worker_set=workers, max_env_steps=100, concat=False)
+    # a generous bound (no speed is asserted here): benchmarks/bench_ray.py measures it
+    assert time.monotonic() - failed_at < 60
+    assert [batch.count for batch in fragments] == [50, 50]  # a fresh copy of worker 2: its env is whole again
+    assert workers.worker_pids()[1] != victim and workers.num_remote_worker_restarts() == 2
     assert workers.foreach_worker(lambda w: (w.worker_index, w.recreated_worker), local_worker=False) == [
-        (1, True), (2, False)]
+        (1, True), (2, True)]
     assert all(np.all(w == 0.5) for w in weights_everywhere(workers))  # the latest weights, not the first
-    assert local.callbacks.recreated == [1]
-
-
-def test_an_env_that_raises_costs_its_fragment_and_its_worker_restarts(workers: WorkerSet) -> None:
-    workers.foreach_worker(lambda w: setattr(w.env, "explode", True), local_worker=False, remote_worker_ids=[2])
-    fragments = synchronous_parallel_sample(worker_set=workers, concat=False)
-    assert len(fragments) == 1  # worker 2's fragment is lost, worker 1's stands
-    assert workers.healthy_worker_ids() == [1]
-    assert workers.probe_unhealthy_workers(timeout_seconds=60) == [2]
-    # a fresh copy: its env is whole again, and it samples
-    assert [batch.count for batch in synchronous_parallel_sample(worker_set=workers, concat=False)] == [50, 50]
-    assert workers.local_worker().callbacks.recreated == [1, 2]
+    assert sorted(local.callbacks.recreated) == [1, 2]
 
 
 def test_past_the_restart_budget_the_set_raises_one_clear_error(workers: WorkerSet) -> None:
@@ -169,12 +160,13 @@ def test_without_restarts_failures_are_ignored_until_no_worker_is_left(local_ray
         workers.stop()
 
 
-def test_a_worker_that_cannot_be_built_is_named_and_leaves_no_worker(local_ray: Any) -> None:
-    def no_licence_on_worker_2(env_context: Any) -> gym.Env:
-        if env_context.worker_index == 2:
-            raise OSError("no simulator licence on this node")
-        return gym.make("CartPole-v1")
+def no_licence_on_worker_2(env_context: Any) -> gym.Env:
+    if env_context.worker_index == 2:
+        raise OSError("no simulator licence on this node")
+    return gym.make("CartPole-v1")
 
+
+def test_a_worker_that_cannot_be_built_is_named_and_leaves_no_worker(local_ray: Any) -> None:
     free = local_ray.available_resources().get("CPU", 0.0)
     with pytest.raises(RuntimeError, match="remote worker 2 could not be built: OSError: no simulator licence"):
         WorkerSet(env_creator=no_licence_on_worker_2, default_policy_class=RandomPolicy,
