@@ -120,7 +120,7 @@ def test_every_block_and_command_of_the_readme_runs(tmp_path: pathlib.Path, monk
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(tmp_path)  # runs/ and the README's files go here
     ray = sys.modules.get("ray")
-    if ray is not None and ray.is_initialized():  # the Ray tests' session: the README starts its own
+    if ray is not None and ray.is_initialized():  # the Ray tests' (tests/conftest.py): the README starts its own
         ray.shutdown()
     monkeypatch.syspath_prepend(str(tmp_path))  # the modules the README saves import from here
     text = README.read_text()

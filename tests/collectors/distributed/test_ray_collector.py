@@ -11,6 +11,7 @@ import os
 import signal
 import time
 from collections.abc import Iterator
+from types import ModuleType
 
 import pytest
 import torch
@@ -22,7 +23,7 @@ from cadence.collectors.distributed import RayCollector  # noqa: E402
 from cadence.envs import GymEnv  # noqa: E402
 from tests.fakes import CountingEnv, FailingEnv  # noqa: E402
 
-pytestmark = pytest.mark.usefixtures("local_ray")  # tests/conftest.py: one Ray for the session
+pytestmark = pytest.mark.usefixtures("local_ray")  # tests/conftest.py: the Ray the Ray tests share
 
 
 def cartpole() -> GymEnv:
@@ -58,7 +59,7 @@ class Shared:
 
 
 @pytest.fixture(scope="module")
-def shared() -> Iterator[Shared]:
+def shared(local_ray: ModuleType) -> Iterator[Shared]:
     state = Shared()
     yield state
     state.collector.shutdown()
