@@ -18,7 +18,7 @@ from typing import Any, Callable, TypeVar
 
 from packaging.version import InvalidVersion, Version
 
-__all__ = ["ClassProperty", "implement_for", "parse_version", "module_version"]
+__all__ = ["MAX_QUOTED", "ClassProperty", "implement_for", "parse_version", "module_version", "quoted"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -445,3 +445,57 @@ class ClassProperty:
 
     def __get__(self, instance: Any, owner: type) -> Any:
         return self._getter(owner)
+
+
+#: the most characters of any one input value that an error message quotes
+MAX_QUOTED = 200
+
+
+def quoted(value: Any, limit: int = MAX_QUOTED) -> str:
+    """``repr(value)`` for an error message, cut to about ``limit`` characters.
+
+    Errors quote what they were given, and what they were given may be huge (a 5 MB env
+    name, a config value expanded from YAML aliases): the message keeps its head and says
+    how long the whole was. Containers are cut before they are fully rendered, so quoting
+    costs no more than ``limit`` characters of work however large ``value`` is.
+
+    Args:
+        value: what to quote.
+        limit: the most characters of ``value``'s ``repr`` to keep.
+
+    Returns:
+        The ``repr``, or its first ``limit`` characters followed by how long it was.
+
+    Examples:
+        >>> quoted("Pendulum-v1")
+        "'Pendulum-v1'"
+        >>> quoted("x" * 10_000, limit=12)
+        "'xxxxxxxxxxx... (10000 characters)"
+        >>> quoted(list(range(10**6)), limit=20)
+        '[0, 1, 2, 3, 4, 5, 6... (a list of 1000000 items)'
+    """
+    if isinstance(value, (str, bytes)):
+        text = repr(value[: limit + 1])
+        if len(value) <= limit:
+            return text
+        return f"{text[:limit]}... ({len(value)} characters)"
+    if isinstance(value, (list, tuple, dict, set, frozenset)):
+        # render only the items that fit: repr of a YAML alias bomb would never finish
+        parts: list[str] = []
+        size = 0
+        items = value.items() if isinstance(value, dict) else value
+        for item in items:
+            part = f"{quoted(item[0], limit)}: {quoted(item[1], limit)}" if isinstance(value, dict) else quoted(
+                item, limit
+            )
+            parts.append(part)
+            size += len(part) + 2
+            if size > limit:
+                break
+        opening, closing = {list: "[]", tuple: "()", dict: "{}"}.get(type(value), "{}")
+        text = opening + ", ".join(parts) + closing
+        if size <= limit:
+            return text
+        return f"{text[:limit]}... (a {type(value).__name__} of {len(value)} items)"
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"

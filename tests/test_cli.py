@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from cadence.cli import build_parser, main
+from cadence.trainers.run_folder import key_directory
 
 
 def test_demo_output(capsys: pytest.CaptureFixture[str]) -> None:
@@ -119,16 +120,60 @@ def test_train_then_eval(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
         (["train", "ddpg", "--seed", "-1"], "cadence train: error: seed must be in [0, 4294967295], got -1"),
         (["train", "ddpg", "--seed", str(2**70)], "cadence train: error: seed must be in [0, 4294967295]"),
         (["train", "ddpg", "--name", "../../x"], "cadence train: error: name must be one folder name"),
+        # module:Id whose module is no module name
+        (["train", "ddpg", "--env", ":Pendulum-v1"], "cadence train: error: env module '' is not a module name"),
+        (["train", "ddpg", "--env", ".evil:Pendulum-v1"], "cadence train: error: env module '.evil' is not a module"),
+        (["train", "ddpg", "--env", "..:x"], "cadence train: error: env module '..' is not a module name"),
+        (["train", "ddpg", "--env", "x" * 5_000_000], "cadence train: error: env names are at most 256 characters, "
+                                                      "got 'xxxxx"),
+        # what a run would allocate, checked before its folder and key are made
+        (["train", "ddpg", "--hidden-sizes", "100000000000"], "cadence train: error: batch_size=256, "
+                                                              "hidden_sizes=[100000000000] needs about "),
+        (["train", "ddpg", "--buffer-size", str(2**63 - 1)], "cadence train: error: buffer_size must be <= "
+                                                             "1000000000000, got 9223372036854775807"),
+        (["train", "ddpg", "--buffer-size", str(10**12)], "cadence train: error: buffer_size=1000000000000 needs "),
+        (["train", "ddpg", "--batch-size", str(2**63 - 1)], "cadence train: error: batch_size must be <= "),
+        (["train", "ddpg", "--batch-size", str(10**11)], "cadence train: error: batch_size=100000000000, "
+                                                              "hidden_sizes=[256, 256] needs about"),
+        (["train", "ddpg", "--total-frames", "1e300"], "cadence train: error: command line: total_frames expects "
+                                                       "int, got '1e300'"),
+        (["train", "ddpg", "--num-envs", "100000"], "cadence train: error: num_envs must be <= 1024, got 100000"),
+        (["train", "ddpg", "--env", "CartPole-v1"], "cadence train: error: ddpg needs a continuous, bounded action "
+                                                    "space; CartPole-v1 has"),
     ],
 )
 def test_bad_input_is_one_line_and_status_2(argv, message, capsys: pytest.CaptureFixture[str], tmp_path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+    keys = set(key_directory().iterdir()) if key_directory().exists() else set()
     assert main(argv) == 2
     captured = capsys.readouterr()
     assert captured.err.startswith(message)
-    assert captured.err.count("\n") == 1 and captured.out == ""
+    assert captured.err.count("\n") == 1 and captured.out == "" and len(captured.err) < 2000
     assert not (tmp_path / "runs").exists()
+    assert (set(key_directory().iterdir()) if key_directory().exists() else set()) == keys  # no key made
+
+
+def test_a_policy_file_carrying_code_is_refused_without_advice_to_run_it(tmp_path, capsys) -> None:
+    import os
+
+    import torch
+
+    from cadence.trainers.config import TrainConfig
+    from cadence.trainers.training import TrainingRun
+
+    run = TrainingRun.create(TrainConfig(name="handed"), runs_dir=tmp_path, out=open(os.devnull, "w"))
+
+    class Payload:
+        def __reduce__(self):
+            return (os.system, (f"touch {tmp_path / 'pwned'}",))
+
+    torch.save({"config": {}, "policy": Payload()}, run.folder / "policy.pt")  # a zip file naming os.system
+    assert main(["eval", str(run.folder), "--no-video"]) == 2
+    err = capsys.readouterr().err
+    assert "policy.pt: holds more than tensors and plain values (refused, nothing in it was run)" in err
+    assert "system" in err and "weights_only" not in err and "False" not in err
+    assert not (tmp_path / "pwned").exists()
 
 
 def test_resume_errors_and_overwrite(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -43,6 +43,7 @@ from cadence.data.replay_buffers._checkpoint_files import (
     file_size,
     seal_json,
     unseal_json,
+    weights_only_reason,
 )
 from cadence.data.replay_buffers.checkpoint import fsync_dir, fsync_file
 
@@ -237,7 +238,7 @@ def torch_load_error(error: Exception, shown: str) -> CheckpointError:
         >>> str(torch_load_error(error, "ckpt/state.pt"))
         'ckpt/state.pt: holds more than tensors and plain values (refused, nothing in it was run; Unsupported global: GLOBAL os.system was not an allowed global by default.).'
     """
-    reason = _reason(error)
+    reason = weights_only_reason(error)
     if reason.startswith(("Unsupported global", "Trying to load unsupported")):
         return CheckpointError(
             f"{shown}: holds more than tensors and plain values (refused, nothing in it was run; {reason})."
@@ -246,21 +247,6 @@ def torch_load_error(error: Exception, shown: str) -> CheckpointError:
         f"{shown}: not a torch.save file of tensors and plain values: damaged, or of another kind "
         f"(refused, nothing in it was run; {type(error).__name__}: {reason})."
     )
-
-
-def _reason(error: Exception) -> str:
-    """The line of ``error`` that says what is wrong with the file, without torch's advice
-    to load it anyway (with ``weights_only=False``, or an allow-list)."""
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    for index, line in enumerate(lines):
-        if "WeightsUnpickler error:" in line:
-            reason = line.split("WeightsUnpickler error:", 1)[1].strip()
-            if not reason and index + 1 < len(lines):  # torch puts some reasons on the next line
-                reason = lines[index + 1]
-            return reason.split(" Please ", 1)[0][:300]
-        if line.startswith(("Unsupported", "Trying to load unsupported")):
-            return line.split(" Please ", 1)[0][:300]
-    return (lines[0] if lines else type(error).__name__)[:300]
 
 
 # ---------------------------------------------------------------------- JSON values

@@ -28,7 +28,7 @@ from cadence.modules import MLP, AdditiveGaussianModule, NormalParamExtractor, P
 from cadence.objectives import DDPGLoss, SACLoss, SoftUpdate, TD3Loss
 from cadence.trainers.config import ConfigError, TrainConfig
 
-__all__ = ["ActionCast", "Agent", "AsFloat32", "QNetwork", "ScaleToBounds", "build_agent"]
+__all__ = ["ActionCast", "Agent", "AsFloat32", "QNetwork", "ScaleToBounds", "build_agent", "continuous_action_spec"]
 
 
 class ScaleToBounds(torch.nn.Module):
@@ -185,7 +185,22 @@ class Agent:
         self.updates = int(state["updates"])
 
 
-def _continuous_action_spec(config: TrainConfig, env: EnvBase) -> Bounded:
+def continuous_action_spec(config: TrainConfig, env: EnvBase) -> Bounded:
+    """One env's action spec, which ``config.algorithm`` acts in: continuous and bounded.
+
+    Raises:
+        ConfigError: if the env's actions are not continuous and bounded.
+
+    Examples:
+        >>> from cadence.envs import GymEnv
+        >>> from cadence.trainers.config import TrainConfig
+        >>> continuous_action_spec(TrainConfig(), GymEnv("Pendulum-v1")).shape
+        torch.Size([1])
+        >>> continuous_action_spec(TrainConfig(env="CartPole-v1"), GymEnv("CartPole-v1"))
+        Traceback (most recent call last):
+        ...
+        cadence.trainers.config.ConfigError: ddpg needs a continuous, bounded action space; CartPole-v1 has OneHot actions
+    """
     spec = env.full_action_spec["action"] if "action" in env.full_action_spec.keys() else None
     if not isinstance(spec, Bounded) or not spec.dtype.is_floating_point:
         raise ConfigError(
@@ -219,7 +234,7 @@ def build_agent(config: TrainConfig, env: EnvBase, generator: torch.Generator | 
         ['actor', 'alpha', 'critic']
     """
     generator = generator if generator is not None else torch.Generator().manual_seed(config.seed)
-    spec = _continuous_action_spec(config, env)
+    spec = continuous_action_spec(config, env)
     # torch initialises layers from its global generator: seed a fork of it, so that the
     # networks depend on the config's seed alone and the caller's global state is untouched
     with torch.random.fork_rng(devices=[]):

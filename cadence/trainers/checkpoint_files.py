@@ -35,10 +35,12 @@ from typing import Any
 import numpy as np
 import torch
 
+from cadence.data.replay_buffers._checkpoint_files import weights_only_reason
 from cadence.data.replay_buffers.checkpoint import CheckpointError
 from cadence.trainers.run_folder import key_directory, sign, signature_matches
 
 __all__ = [
+    "KEPT_CHECKPOINTS",
     "load_tensors",
     "numpy_rng_from_state",
     "numpy_rng_state",
@@ -50,6 +52,8 @@ __all__ = [
 STATE_FILE = "state.pt"
 SIMULATORS_FILE = "simulators.pkl"
 MANIFEST_FILE = "manifest.json"
+#: checkpoints kept on disk: the newest, and the one before it to fall back to
+KEPT_CHECKPOINTS = 2
 
 
 def _first_line(err: BaseException) -> str:
@@ -79,7 +83,8 @@ def load_tensors(path: Path) -> Any:
         return torch.load(path, weights_only=True, map_location="cpu")
     except pickle.UnpicklingError as err:
         raise CheckpointError(
-            f"{path}: holds more than tensors and plain values (refused, nothing in it was run): {_first_line(err)}"
+            f"{path}: holds more than tensors and plain values (refused, nothing in it was run): "
+            f"{weights_only_reason(err)}"
         ) from None
     except Exception as err:  # torch's zip reader and unpickler raise many kinds on a damaged file
         raise CheckpointError(f"{path}: cannot be read (truncated or damaged?): {_first_line(err)}") from None

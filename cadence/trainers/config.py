@@ -29,8 +29,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from cadence._utils import quoted
+
 __all__ = [
     "ALGORITHMS",
+    "MAX_CONFIG_FILE_BYTES",
+    "MAX_COUNT",
     "ConfigError",
     "TrainConfig",
     "add_config_arguments",
@@ -49,6 +53,14 @@ RUN_NAME_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 # seeds feed numpy's legacy seeding (< 2**32) and derived seeds (seed + frames) stay far
 # inside every env's range
 MAX_SEED = 2**32 - 1
+#: the largest frame count, size or interval a config takes: far beyond any run, far inside int64
+MAX_COUNT = 10**12
+# bounds of the fields whose cost grows with their value alone (the memory and disk a run
+# will take are checked from the env's specs, by cadence.trainers.resources)
+_MAXIMUMS = {"num_envs": 1024, "threads": 1024, "eval_episodes": 10**6, "updates_per_frame": 1000}
+_MAX_HIDDEN_LAYERS = 64
+#: the largest config file read (a config is a few hundred bytes)
+MAX_CONFIG_FILE_BYTES = 1 << 20
 
 
 class ConfigError(ValueError):
@@ -135,11 +147,11 @@ class TrainConfig:
             cadence.trainers.config.ConfigError: total_frames must be >= 1, got 0
         """
         if self.algorithm not in ALGORITHMS:
-            raise ConfigError(f"unknown algorithm {self.algorithm!r}; valid algorithms: {', '.join(ALGORITHMS)}")
+            raise ConfigError(f"unknown algorithm {quoted(self.algorithm)}; valid algorithms: {', '.join(ALGORITHMS)}")
         if self.name and not RUN_NAME_PATTERN.fullmatch(self.name):
             raise ConfigError(
                 f"name must be one folder name of letters, digits, '_', '.' and '-' (not starting with '.'; "
-                f"at most 128 characters), got {self.name!r}"
+                f"at most 128 characters), got {quoted(self.name)}"
             )
         if not 0 <= self.seed <= MAX_SEED:
             raise ConfigError(f"seed must be in [0, {MAX_SEED}], got {self.seed}")
@@ -153,8 +165,13 @@ class TrainConfig:
             "eval_interval": 1, "eval_episodes": 1, "checkpoint_interval": 1, "threads": 0,
         }
         for name, minimum in minimums.items():
-            if getattr(self, name) < minimum:
-                raise ConfigError(f"{name} must be >= {minimum}, got {getattr(self, name)}")
+            value = getattr(self, name)
+            if value < minimum:
+                raise ConfigError(f"{name} must be >= {minimum}, got {value}")
+            if value > _MAXIMUMS.get(name, MAX_COUNT):
+                raise ConfigError(f"{name} must be <= {_MAXIMUMS.get(name, MAX_COUNT)}, got {quoted(value)}")
+        if self.updates_per_frame > _MAXIMUMS["updates_per_frame"]:
+            raise ConfigError(f"updates_per_frame must be <= {_MAXIMUMS['updates_per_frame']}, got {self.updates_per_frame}")
         for name in ("actor_lr", "critic_lr", "alpha_lr", "updates_per_frame"):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"{name} must be > 0, got {getattr(self, name)}")
@@ -164,8 +181,13 @@ class TrainConfig:
         for name in ("gamma", "tau"):
             if not 0 < getattr(self, name) <= 1:
                 raise ConfigError(f"{name} must be in (0, 1], got {getattr(self, name)}")
-        if not self.hidden_sizes or any(size < 1 for size in self.hidden_sizes):
-            raise ConfigError(f"hidden_sizes must be positive layer sizes, got {self.hidden_sizes}")
+        if not self.hidden_sizes or len(self.hidden_sizes) > _MAX_HIDDEN_LAYERS or any(
+            not 1 <= size <= MAX_COUNT for size in self.hidden_sizes
+        ):
+            raise ConfigError(
+                f"hidden_sizes must be 1 to {_MAX_HIDDEN_LAYERS} layer sizes in [1, {MAX_COUNT}], "
+                f"got {quoted(self.hidden_sizes)}"
+            )
         if self.frames_per_batch % self.num_envs:
             raise ConfigError(
                 f"frames_per_batch ({self.frames_per_batch}) must be a multiple of num_envs ({self.num_envs})"
@@ -211,13 +233,17 @@ def _field_type(field: dataclasses.Field) -> Any:
 
 
 def _convert(name: str, kind: Any, value: Any, origin: str) -> Any:
-    """``value`` (from a file or the command line) as the field's type."""
+    """``value`` (from a file or the command line) as the field's type. Only values of
+    the field's kind are taken (a string for a string field, never a list made into
+    one): converting anything else could expand a file's YAML aliases without end."""
     original = value
     try:
         if kind is bool:
             if isinstance(value, bool):
                 return value
-            text = str(value).strip().lower()
+            if not isinstance(value, str):
+                raise TypeError(value)
+            text = value.strip().lower()
             if text in ("true", "1", "yes", "on"):
                 return True
             if text in ("false", "0", "no", "off"):
@@ -226,17 +252,32 @@ def _convert(name: str, kind: Any, value: Any, origin: str) -> Any:
         if typing.get_origin(kind) is list:
             if isinstance(value, str):
                 value = [part for part in value.replace(" ", ",").split(",") if part]
-            return [int(part) for part in value]
+            if not isinstance(value, (list, tuple)):
+                raise TypeError(value)
+            return [_whole_number(part) for part in value]
         if kind is int:
-            if isinstance(value, float) and not value.is_integer():
-                raise ValueError(value)
-            return int(value)
+            return _whole_number(value)
         if kind is float:
+            if not isinstance(value, (int, float, str)) or isinstance(value, bool):
+                raise TypeError(value)
             return float(value)
-        return str(value)
-    except (TypeError, ValueError):
+        if not isinstance(value, str):
+            raise TypeError(value)
+        return value
+    except (TypeError, ValueError, OverflowError):
         type_name = "a list of ints (such as 256,256)" if typing.get_origin(kind) is list else kind.__name__
-        raise ConfigError(f"{origin}: {name} expects {type_name}, got {original!r}") from None
+        raise ConfigError(f"{origin}: {name} expects {type_name}, got {quoted(original)}") from None
+
+
+def _whole_number(value: Any) -> int:
+    """An int from an int, a whole float (``1e5``) or a string of digits."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise TypeError(value)
+    if isinstance(value, float) and not value.is_integer():
+        raise ValueError(value)
+    if isinstance(value, str) and len(value) > 40:  # int() of a long digit string is quadratic
+        raise ValueError(value)
+    return int(value)
 
 
 def config_from_mapping(values: Mapping[str, Any], origin: str, base: TrainConfig | None = None) -> TrainConfig:
@@ -258,10 +299,10 @@ def config_from_mapping(values: Mapping[str, Any], origin: str, base: TrainConfi
     fields = _fields()
     config = dataclasses.replace(base) if base is not None else TrainConfig()
     for raw_name, value in values.items():
-        name = raw_name.replace("-", "_")
+        name = raw_name.replace("-", "_") if isinstance(raw_name, str) else raw_name
         if name not in fields:
             raise ConfigError(
-                f"{origin}: unknown config field {raw_name!r}; valid fields: {', '.join(sorted(fields))}"
+                f"{origin}: unknown config field {quoted(raw_name)}; valid fields: {', '.join(sorted(fields))}"
             )
         setattr(config, name, _convert(name, _field_type(fields[name]), value, origin))
     return config
@@ -282,8 +323,14 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
         {'algorithm': 'td3', 'total_frames': 3000}
     """
     path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"config file {quoted(str(path))} does not exist")
     if not path.is_file():
-        raise ConfigError(f"config file {str(path)!r} does not exist")
+        raise ConfigError(f"config file {quoted(str(path))} is not a plain file")
+    if path.stat().st_size > MAX_CONFIG_FILE_BYTES:
+        raise ConfigError(
+            f"{path}: {path.stat().st_size} bytes; a config file is at most {MAX_CONFIG_FILE_BYTES} bytes"
+        )
     suffix = path.suffix.lower()
     try:
         if suffix == ".toml":
@@ -295,11 +342,11 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
                 raise ConfigError(f"{path}: YAML configs need pyyaml (pip install 'cadence[train]')") from None
             values = yaml.safe_load(path.read_text()) or {}
         else:
-            raise ConfigError(f"{path}: unknown config file kind {suffix!r}; valid kinds: .toml, .yaml, .yml")
+            raise ConfigError(f"{path}: unknown config file kind {quoted(suffix)}; valid kinds: .toml, .yaml, .yml")
     except ConfigError:
         raise
     except Exception as err:  # the parsers' own errors: one line, with the file
-        raise ConfigError(f"{path}: cannot parse: {str(err).splitlines()[0]}") from None
+        raise ConfigError(f"{path}: cannot parse: {quoted(str(err).splitlines()[0])}") from None
     if not isinstance(values, dict):
         raise ConfigError(f"{path}: expected a table of config fields, got {type(values).__name__}")
     return values

@@ -20,17 +20,37 @@ Examples:
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import importlib
+import importlib.util
 import os
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
 
+from cadence._utils import quoted
 from cadence.envs import CatTensors, Compose, DoubleToFloat, GymEnv, SerialEnv, StepCounter, TransformedEnv
 from cadence.envs.common import EnvBase
 from cadence.trainers.config import ConfigError, TrainConfig
 
-__all__ = ["check_env_name", "episode_step_limit", "gymnasium_ids", "is_dm_control", "make_env"]
+__all__ = [
+    "MAX_ENV_NAME_LENGTH",
+    "check_env_name",
+    "episode_step_limit",
+    "gymnasium_ids",
+    "import_env_module",
+    "is_dm_control",
+    "make_env",
+]
 
 # an evaluation episode of an env that sets no time limit stops after this many steps
 DEFAULT_STEP_LIMIT = 1000
+#: the longest env name taken (gymnasium's ids and dm_control's tasks are far shorter)
+MAX_ENV_NAME_LENGTH = 256
+# the module of "module:Id": dotted Python names, never a relative import or a path
+_MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
 def gymnasium_ids() -> list[str]:
@@ -56,9 +76,15 @@ def is_dm_control(name: str) -> bool:
     return ":" not in name and name.count("/") == 1 and name not in gymnasium_ids()
 
 
-def check_env_name(name: str) -> None:
+def check_env_name(name: str, run_folder: Path | None = None) -> None:
     """Raises a one-line ``ConfigError`` unless ``name`` is a gymnasium id (``"module:Id"``
-    imports ``module`` first, as ``gymnasium.make`` does) or an installed dm_control task.
+    imports ``module`` first, as ``gymnasium.make`` does: see :func:`import_env_module`) or
+    an installed dm_control task.
+
+    Args:
+        name: the env's name.
+        run_folder: the run folder whose config names it, if any: its env module must not
+            be found inside that folder.
 
     Examples:
         >>> check_env_name("Pendulum-v1")
@@ -67,6 +93,8 @@ def check_env_name(name: str) -> None:
         ...
         cadence.trainers.config.ConfigError: unknown env 'Pendulum'; did you mean Pendulum-v1, ...? valid gymnasium ids: ...
     """
+    if len(name) > MAX_ENV_NAME_LENGTH:
+        raise ConfigError(f"env names are at most {MAX_ENV_NAME_LENGTH} characters, got {quoted(name)}")
     if is_dm_control(name):
         from cadence.envs.libs.dm_control import DMControlEnv
 
@@ -83,13 +111,8 @@ def check_env_name(name: str) -> None:
             raise ConfigError(f"unknown dm_control task {name!r}; valid tasks: {', '.join(tasks)}")
         return
     if ":" in name:  # gymnasium's "module:EnvId": importing the module registers the env
-        import importlib
-
         module, _, name = name.partition(":")
-        try:
-            importlib.import_module(module)
-        except ImportError as err:
-            raise ConfigError(f"env module {module!r} cannot be imported: {err}") from None
+        import_env_module(module, run_folder)
     ids = gymnasium_ids()
     if name not in ids:
         close = difflib.get_close_matches(name, ids, n=3)
@@ -103,6 +126,91 @@ def check_env_name(name: str) -> None:
         more = len(ids) - len(own)
         rest = f" and {more} more from other packages (gymnasium.pprint_registry() lists them)" if more else ""
         raise ConfigError(f"unknown env {name!r}; {hint}valid gymnasium ids: {', '.join(own)}{rest}")
+
+
+def import_env_module(module: str, run_folder: Path | None = None) -> None:
+    """Imports the module of a ``module:Id`` env name, which registers the env.
+
+    The module is looked for where ``python -m cadence`` would find it: in the current
+    folder first, then among the installed packages (the ``cadence`` console script does
+    not search the current folder by itself; it does for this import only). A run folder
+    is data: when its config names the module (``run_folder``), a module found inside that
+    folder, or a package with any part there (a namespace package such as
+    ``checkpoints.evil``), is refused without running anything.
+
+    Args:
+        module: a dotted module name (``my_envs``, ``my_package.envs``).
+        run_folder: the run folder whose config names the module, if any.
+
+    Raises:
+        ConfigError: ``module`` is no module name (a path, a relative import), cannot be
+            found or imported, or lies inside ``run_folder``.
+
+    Examples:
+        >>> import_env_module("gymnasium.envs.classic_control")
+        >>> import_env_module("../evil")
+        Traceback (most recent call last):
+        ...
+        cadence.trainers.config.ConfigError: env module '../evil' is not a module name: expected dotted Python names (my_envs, my_package.envs) before the ':' of module:Id
+    """
+    if not _MODULE_NAME.fullmatch(module):
+        raise ConfigError(
+            f"env module {quoted(module)} is not a module name: expected dotted Python names "
+            "(my_envs, my_package.envs) before the ':' of module:Id"
+        )
+    top = module.split(".")[0]
+    with _current_folder_searched():
+        places = _module_places(top)
+        if places is None:
+            raise ConfigError(
+                f"env module {module!r} cannot be imported: no module named {top!r} in the current folder "
+                f"({os.getcwd()}) or the installed packages"
+            )
+        if run_folder is not None:
+            folder = Path(run_folder).resolve()
+            inside = [place for place in places if Path(place).resolve().is_relative_to(folder)]
+            if inside:
+                raise ConfigError(
+                    f"{Path(run_folder) / 'config.toml'} names the env module {top!r}, which lies inside the run "
+                    f"folder ({inside[0]}); a run folder is data and its code is not imported: run from another folder"
+                )
+        try:
+            importlib.import_module(module)
+        except Exception as err:  # the user's module failed: one line, naming it
+            first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+            raise ConfigError(f"env module {module!r} cannot be imported: {type(err).__name__}: {first}") from None
+
+
+def _module_places(top: str) -> list[str] | None:
+    """The files and folders the top-level module ``top`` is (or would be) loaded from,
+    found without running it; ``None`` if there is no such module."""
+    loaded = sys.modules.get(top)
+    if loaded is not None:
+        file = getattr(loaded, "__file__", None)
+        return ([file] if file else []) + list(getattr(loaded, "__path__", []))
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    places = [spec.origin] if spec.has_location and spec.origin else []
+    return places + list(spec.submodule_search_locations or [])  # every folder of a (namespace) package
+
+
+@contextlib.contextmanager
+def _current_folder_searched() -> Iterator[None]:
+    """The current folder on Python's path for the duration, unless it is there already."""
+    here = os.getcwd()
+    if "" in sys.path or here in sys.path:
+        yield
+        return
+    sys.path.insert(0, here)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.path.remove(here)
 
 
 def episode_step_limit(config: TrainConfig) -> int:

@@ -13,7 +13,15 @@ and unpickling runs code: each snapshot is signed (HMAC-SHA256) with a key made 
 run when its folder is made, and kept outside the run folder, under
 :func:`key_directory`. A snapshot is unpickled only when its signature checks out with
 that key, so a run folder handed over by someone else, or altered, never runs a
-snapshot's code: its resumed run starts new episodes instead.
+snapshot's code: its resumed run starts new episodes instead. A key is bound to the
+folder it was made for (:func:`key_directory` records that folder beside the key), and
+``--overwrite`` removes it only with that folder: a folder whose marker names another
+run's id (a copy, or a crafted marker) takes nobody's key with it.
+
+A folder someone else made may hold symbolic links (``metrics.csv`` pointing at a file of
+yours, ``checkpoints/`` at another run's), hard links or named pipes: writing through them
+would change files outside the run, or hang. :func:`unsafe_entries` finds them, and a run
+folder holding any is refused before anything is written.
 
 Examples:
     >>> import tempfile
@@ -35,6 +43,7 @@ import os
 import re
 import secrets
 import shutil
+import stat
 import uuid
 from pathlib import Path
 
@@ -48,10 +57,13 @@ __all__ = [
     "run_key",
     "sign",
     "signature_matches",
+    "unsafe_entries",
 ]
 
 MARKER = "cadence-run.json"
 _RUN_ID = re.compile(r"[0-9a-f]{32}")
+# beside each key, the folder it was made for: the key goes only with that folder
+_FOLDER_RECORD = ".folder"
 
 
 def key_directory() -> Path:
@@ -97,6 +109,7 @@ def create_run_folder(folder: Path) -> str:
     with os.fdopen(descriptor, "wb") as file:
         file.write(secrets.token_bytes(32))
     folder.mkdir(parents=True)
+    (keys / f"{run_id}{_FOLDER_RECORD}").write_text(str(folder.resolve()))
     (folder / "checkpoints").mkdir()
     (folder / MARKER).write_text(json.dumps({"cadence_run": 1, "run_id": run_id}) + "\n")
     return run_id
@@ -136,7 +149,9 @@ def is_run_folder(path: str | os.PathLike[str]) -> bool:
 
 
 def remove_run_folder(folder: Path) -> None:
-    """Removes the run folder ``folder`` (for ``--overwrite``), and its key.
+    """Removes the run folder ``folder`` (for ``--overwrite``), and its key if the key was
+    made for this folder (a copied folder, or one whose marker names another run's id,
+    leaves that run's key where it is).
 
     Raises:
         PermissionError: if ``folder`` is not a run folder (no marker, or a symbolic link):
@@ -154,8 +169,40 @@ def remove_run_folder(folder: Path) -> None:
         kind = "a symbolic link" if folder.is_symlink() else f"not a run folder of cadence train (no {MARKER} in it)"
         raise PermissionError(f"{folder} is {kind}: not removing it")
     run_id = read_run_id(folder)
-    shutil.rmtree(folder)  # a marked run folder: everything in it is the run's
-    (key_directory() / f"{run_id}.key").unlink(missing_ok=True)
+    made_for = key_directory() / f"{run_id}{_FOLDER_RECORD}"
+    try:
+        owns_key = made_for.read_text() == str(folder.resolve())
+    except OSError:  # no record (a folder made elsewhere): the key, if any, is not this folder's
+        owns_key = False
+    shutil.rmtree(folder)  # a marked run folder: everything in it is the run's (rmtree never follows links)
+    if owns_key:
+        (key_directory() / f"{run_id}.key").unlink(missing_ok=True)
+        made_for.unlink(missing_ok=True)
+
+
+def unsafe_entries(folder: Path) -> list[Path]:
+    """What inside ``folder`` writing could follow out of it: symbolic links, files with
+    other hard links, and anything that is neither a plain file nor a folder (a named pipe
+    would hang a write). Links are listed, never followed.
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> (folder / "metrics.csv").symlink_to(Path.home() / ".bashrc")
+        >>> [path.name for path in unsafe_entries(folder)]
+        ['metrics.csv']
+    """
+    found = []
+    for root, folders, files in os.walk(folder):  # os.walk does not descend into linked folders
+        for name in sorted(folders) + sorted(files):
+            path = Path(root) / name
+            info = path.lstat()
+            if stat.S_ISDIR(info.st_mode):
+                continue
+            if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
+                found.append(path)
+    return found
 
 
 def run_key(folder: Path) -> bytes | None:

@@ -40,7 +40,6 @@ Examples:
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import sys
@@ -56,8 +55,9 @@ from tensordict.nn import TensorDictModule
 from cadence.collectors import SyncDataCollector
 from cadence.data import LazyMemmapStorage, RandomSampler, TensorDictReplayBuffer
 from cadence.data.replay_buffers.checkpoint import CheckpointError, checkpoint_history, write_checkpoint
-from cadence.trainers.agents import Agent, build_agent
+from cadence.trainers.agents import Agent, build_agent, continuous_action_spec
 from cadence.trainers.checkpoint_files import (
+    KEPT_CHECKPOINTS,
     numpy_rng_from_state,
     numpy_rng_state,
     read_policy_file,
@@ -68,7 +68,15 @@ from cadence.trainers.config import ConfigError, TrainConfig, config_from_mappin
 from cadence.trainers.environments import check_env_name, episode_step_limit, make_env
 from cadence.trainers.evaluation import evaluate_policy, record_video
 from cadence.trainers.reporting import MetricsLog, ProgressDisplay, plot_returns
-from cadence.trainers.run_folder import MARKER, create_run_folder, is_run_folder, remove_run_folder, run_key
+from cadence.trainers.resources import check_footprint
+from cadence.trainers.run_folder import (
+    MARKER,
+    create_run_folder,
+    is_run_folder,
+    remove_run_folder,
+    run_key,
+    unsafe_entries,
+)
 from cadence.trainers.simulators import load_simulator_state, simulator_state
 
 __all__ = ["EpisodeTracker", "TrainingRun", "is_run_folder", "load_policy"]
@@ -80,36 +88,36 @@ STATE_ENTRIES = (
     "frames", "updates", "evaluations", "elapsed_s", "update_credit", "losses", "recent_returns", "last_eval",
     "best_eval", "agent", "generator", "collector", "env_rng", "episodes", "log_sizes", "torch_rng", "numpy_rng",
 )
-# checkpoints kept on disk: the newest, and the one before it to fall back to
-KEPT_CHECKPOINTS = 2
 
 
 def _run_config(folder: Path) -> TrainConfig:
     """The config a run folder holds, validated; ``ConfigError`` if ``folder`` is not a
-    run folder or its config is not valid."""
+    run folder, holds links that writing would follow out of it, or its config is not
+    valid or names an env module inside it. Nothing is written before this passes."""
     if not is_run_folder(folder):
         raise ConfigError(f"{folder} is not a run folder of cadence train (no {MARKER} in it)")
+    unsafe = unsafe_entries(folder)
+    if unsafe:
+        shown = ", ".join(str(path.relative_to(folder)) for path in unsafe[:5])
+        more = f" and {len(unsafe) - 5} more" if len(unsafe) > 5 else ""
+        raise ConfigError(
+            f"{folder} holds symbolic links, hard links or special files ({shown}{more}); writing through them "
+            "would change files outside the run, so the folder is refused: remove them, or copy the run without them"
+        )
     config = config_from_mapping(load_config_file(folder / "config.toml"), str(folder / "config.toml")).validate()
-    _check_env_module_is_not_in(folder, config.env)
+    check_env_name(config.env, run_folder=folder)
     return config
 
 
-def _check_env_module_is_not_in(folder: Path, env: str) -> None:
-    """A run folder is data: the env module its config names (``module:Id``) must not be
-    one that the folder itself supplies (found there when Python runs from inside it)."""
-    if ":" not in env:
-        return
-    top = env.partition(":")[0].split(".")[0]
+def _check_fits(config: TrainConfig, runs_dir: Path) -> None:
+    """Refuses, before anything is written, a config whose env the algorithm cannot act in
+    or whose run would need more memory or disk than there is."""
+    env = make_env(config, seed=config.seed)
     try:
-        spec = importlib.util.find_spec(top)  # a top-level name: found, not run
-    except (ImportError, ValueError):
-        return  # check_env_name reports it when the env is made
-    origin = spec.origin if spec is not None else None
-    if origin and Path(origin).resolve().is_relative_to(folder.resolve()):
-        raise ConfigError(
-            f"{folder / 'config.toml'} names the env module {top!r}, which lies inside the run folder ({origin}); "
-            "a run folder is data and its code is not imported: run from another folder"
-        )
+        continuous_action_spec(config, env)
+        check_footprint(config, env, runs_dir)
+    finally:
+        env.close()
 
 
 def load_policy(folder: str | os.PathLike[str]) -> tuple[TrainConfig, TensorDictModule, str]:
@@ -144,8 +152,11 @@ def load_policy(folder: str | os.PathLike[str]) -> tuple[TrainConfig, TensorDict
             raise ConfigError(f"{folder} holds no policy yet: neither policy.pt nor a checkpoint")
         source, weights = _checkpointed_policy(history)
     env = make_env(config, seed=config.seed)
-    policy = build_agent(config, env).policy
-    env.close()
+    try:
+        check_footprint(config, env, folder.parent)  # a handed-over config may ask for networks no machine holds
+        policy = build_agent(config, env).policy
+    finally:
+        env.close()
     _load_into(policy, weights, source)
     return config, policy, str(source)
 
@@ -271,23 +282,27 @@ class TrainingRun:
         ``config.runs_dir``).
 
         Raises:
-            ConfigError: for a bad value or unknown env (checked before anything is
-                written), if the folder exists and ``overwrite`` is False, or if it exists
-                and is not a run folder (``overwrite`` removes only run folders).
+            ConfigError: for a bad value, an unknown env, an env the algorithm cannot act
+                in, or a run that would not fit in memory or on disk (all checked before
+                anything is written), if the folder exists and ``overwrite`` is False, or
+                if it exists and is not a run folder (``overwrite`` removes only run
+                folders).
         """
         config.validate()
-        check_env_name(config.env)  # before anything is written
+        check_env_name(config.env)
         folder = Path(runs_dir if runs_dir is not None else config.runs_dir) / config.run_name()
-        if folder.exists() or folder.is_symlink():
-            if not is_run_folder(folder):
-                raise ConfigError(
-                    f"{folder} exists and is not a run folder of cadence train (no {MARKER} in it); "
-                    "it is left as it is: choose another --name"
-                )
-            if not overwrite:
-                raise ConfigError(
-                    f"{folder} already exists; pass --overwrite to replace it, or use cadence train --resume {folder}"
-                )
+        exists = folder.exists() or folder.is_symlink()
+        if exists and not is_run_folder(folder):
+            raise ConfigError(
+                f"{folder} exists and is not a run folder of cadence train (no {MARKER} in it); "
+                "it is left as it is: choose another --name"
+            )
+        if exists and not overwrite:
+            raise ConfigError(
+                f"{folder} already exists; pass --overwrite to replace it, or use cadence train --resume {folder}"
+            )
+        _check_fits(config, folder.parent)
+        if exists:
             remove_run_folder(folder)
         create_run_folder(folder)
         (folder / "config.toml").write_text(config.to_toml())
@@ -318,6 +333,7 @@ class TrainingRun:
                 f"{', '.join(RESUMABLE_FIELDS)}"
             )
         changed.validate()
+        _check_fits(changed, folder.parent)
         if changed != config:
             (folder / "config.toml").write_text(changed.to_toml())
         return cls(changed, folder, out)

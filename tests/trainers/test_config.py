@@ -131,3 +131,56 @@ def test_non_finite_values_in_a_file_are_named(tmp_path: Path) -> None:
     path.write_text("seed = -4\n")
     with pytest.raises(ConfigError, match=r"seed must be in \[0, 4294967295\], got -4"):
         build_config("ddpg", str(path), {})
+
+
+@pytest.mark.parametrize("field", ["env", "hidden_sizes", "video", "total_frames", "actor_lr", "name"])
+def test_a_yaml_alias_bomb_is_refused_quickly_and_quoted_short(tmp_path: Path, field: str) -> None:
+    pytest.importorskip("yaml", reason="YAML configs need pyyaml (the train extra)")
+    levels = ["a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    levels += [f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]" for i in range(9)]
+    path = tmp_path / "bomb.yaml"
+    path.write_text("bombs:\n" + "\n".join("  " + level for level in levels) + f"\n{field}: *j\n")
+    values = load_config_file(path)
+    values.pop("bombs")
+    with pytest.raises(ConfigError) as info:  # 9**10 strings if expanded: it would never return
+        config_from_mapping(values, str(path))
+    message = str(info.value)
+    assert message.startswith(f"{path}: {field} expects ") and len(message) < 600
+
+
+def test_errors_quote_at_most_a_few_hundred_characters(tmp_path: Path) -> None:
+    huge = "x" * 5_000_000
+    for values in ({"total_frames": huge}, {huge: 1}, {"name": huge}, {"hidden_sizes": [1] * 100_000}):
+        with pytest.raises(ConfigError) as info:
+            build_config("ddpg", None, values)
+        assert len(str(info.value)) < 700, str(info.value)[:100]
+    path = tmp_path / "big.toml"
+    path.write_text("# padding\n" * 200_000)
+    with pytest.raises(ConfigError, match=r"big.toml: 2000000 bytes; a config file is at most 1048576 bytes"):
+        load_config_file(path)
+
+
+@pytest.mark.parametrize(
+    "line,message",
+    [
+        ("hidden_sizes = [1e11]", None),  # a size, refused later from what it would allocate
+        ("hidden_sizes = [[1, 2]]", "hidden_sizes expects a list of ints"),
+        ("env = 3", "env expects str, got 3"),
+        ("video = [1]", "video expects bool, got [1]"),
+        ("total_frames = 1e300", "total_frames must be <= 1000000000000, got 1000000000000000052504760255204420248"),
+        ("total_frames = inf", "total_frames expects int, got inf"),
+        ("buffer_size = 9223372036854775807", "buffer_size must be <= 1000000000000, got 9223372036854775807"),
+        ("eval_episodes = 10000000", "eval_episodes must be <= 1000000, got 10000000"),
+        ("updates_per_frame = 1e9", "updates_per_frame must be <= 1000, got 1000000000.0"),
+        ("hidden_sizes = [0]", "hidden_sizes must be 1 to 64 layer sizes in [1, 1000000000000], got [0]"),
+    ],
+)
+def test_values_of_the_wrong_kind_or_without_bound_are_named(tmp_path: Path, line: str, message: str | None) -> None:
+    path = tmp_path / "run.toml"
+    path.write_text(line + "\n")
+    if message is None:
+        assert build_config("ddpg", str(path), {}).hidden_sizes == [10**11]
+        return
+    with pytest.raises(ConfigError) as info:
+        build_config("ddpg", str(path), {})
+    assert message in str(info.value) and len(str(info.value)) < 400

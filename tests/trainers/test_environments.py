@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import types
+from pathlib import Path
 
 import gymnasium
 import pytest
@@ -11,7 +13,13 @@ import torch
 
 from cadence.collectors import SyncDataCollector
 from cadence.trainers.config import ConfigError, TrainConfig
-from cadence.trainers.environments import check_env_name, episode_step_limit, is_dm_control, make_env
+from cadence.trainers.environments import (
+    check_env_name,
+    episode_step_limit,
+    import_env_module,
+    is_dm_control,
+    make_env,
+)
 
 
 def test_gymnasium_envs_stay_on_the_collector_fast_path() -> None:
@@ -89,3 +97,33 @@ def test_unknown_envs_stay_one_readable_line_with_atari_registered() -> None:
     message = str(caught.value)
     assert "valid gymnasium ids: Acrobot-v1, " in message and "Pendulum-v1" in message
     assert "ALE/Pong-v5" not in message and "more from other packages" in message and len(message) < 3000
+
+
+def test_an_env_module_is_found_in_the_current_folder_for_its_import_only(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "cwd_envs_for_test.py").write_text(
+        "import gymnasium\n"
+        "gymnasium.register('CwdPendulum-v0', entry_point='gymnasium.envs.classic_control:PendulumEnv')\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    path = list(sys.path)
+    try:
+        check_env_name("cwd_envs_for_test:CwdPendulum-v0")  # the console script does not search "." by itself
+        assert "cwd_envs_for_test" in sys.modules and sys.path == path
+    finally:
+        sys.modules.pop("cwd_envs_for_test", None)
+        gymnasium.registry.pop("CwdPendulum-v0", None)
+
+
+@pytest.mark.parametrize("module", ["", ".evil", "..", "a/b", "os.path/../x", "a..b", "1st"])
+def test_an_env_module_must_be_a_module_name(module: str) -> None:
+    with pytest.raises(ConfigError, match=f"^env module {re.escape(repr(module))} is not a module name"):
+        import_env_module(module)
+
+
+def test_an_env_module_that_fails_to_import_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "broken_envs_for_test.py").write_text("raise RuntimeError('no licence server\\nat line 2')\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=r"^env module 'broken_envs_for_test' cannot be imported: RuntimeError: "
+                                          r"no licence server$"):
+        check_env_name("broken_envs_for_test:X-v0")

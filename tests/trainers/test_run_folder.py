@@ -118,3 +118,84 @@ def test_an_env_module_inside_a_run_folder_is_not_imported(tmp_path: Path, monke
     assert "names the env module 'planted_env', which lies inside the run folder" in capsys.readouterr().err
     assert main(["train", "--resume", str(folder)]) == 2
     assert not (tmp_path / "pwned").exists()
+
+
+def _handed_run(tmp_path: Path) -> Path:
+    TrainingRun.create(TrainConfig(name="handed"), runs_dir=tmp_path / "runs", out=io.StringIO())
+    return tmp_path / "runs" / "handed"
+
+
+def _snapshot(path: Path) -> dict[str, bytes]:
+    """Every file under ``path`` (or ``path`` itself) and its bytes."""
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    return {str(p): p.read_bytes() for p in files}
+
+
+@pytest.mark.parametrize("entry", [
+    "metrics.csv", "episodes.csv", "summary.json", "returns.png", "policy.pt.partial", "config.toml", "eval.mp4",
+    "video.mp4", "buffer", "tensorboard", "checkpoints",
+])
+def test_a_run_folder_holding_links_is_refused_and_nothing_is_written(tmp_path: Path, capsys, entry: str) -> None:
+    folder = _handed_run(tmp_path)
+    victim = tmp_path / "victim"
+    if entry in ("buffer", "tensorboard", "checkpoints"):  # another folder of the user's, another run's
+        victim.mkdir()
+        (victim / "events.out.tfevents.1").write_text("someone else's")
+        (victim / "LATEST").write_text("checkpoint-000001")
+        if (folder / entry).exists():
+            (folder / entry).rmdir()
+    else:
+        victim.write_text('env = "Pendulum-v1"\n' if entry == "config.toml" else "someone else's file")
+        (folder / entry).unlink(missing_ok=True)
+    (folder / entry).symlink_to(victim)
+    before = _snapshot(victim)
+    for argv in (["train", "--resume", str(folder)], ["eval", str(folder)]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"holds symbolic links, hard links or special files ({entry})" in err
+    assert _snapshot(victim) == before and sorted(p.name for p in victim.parent.iterdir()) == ["runs", "victim"]
+
+
+def test_hard_links_and_pipes_in_a_run_folder_are_refused(tmp_path: Path, capsys) -> None:
+    folder = _handed_run(tmp_path)
+    victim = tmp_path / "notes.txt"
+    victim.write_text("mine")
+    os.link(victim, folder / "metrics.csv")
+    os.mkfifo(folder / "episodes.csv")  # appending to a pipe would wait forever
+    assert main(["train", "--resume", str(folder)]) == 2
+    assert "(episodes.csv, metrics.csv)" in capsys.readouterr().err
+    assert victim.read_text() == "mine"
+
+
+def test_an_env_module_in_a_namespace_package_of_the_run_folder_is_not_imported(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    folder = _handed_run(tmp_path)
+    config = (folder / "config.toml").read_text().replace('"Pendulum-v1"', '"checkpoints.evil:Pendulum-v1"')
+    (folder / "config.toml").write_text(config)
+    (folder / "checkpoints" / "evil.py").write_text(f"open({str(tmp_path / 'pwned')!r}, 'w').close()\n")
+    monkeypatch.chdir(folder)  # `python -m cadence eval .` from inside the folder
+    for argv in (["eval", "."], ["train", "--resume", "."]):
+        assert main(argv) == 2
+        assert "names the env module 'checkpoints', which lies inside the run folder" in capsys.readouterr().err
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_overwrite_removes_only_the_key_made_for_that_folder(tmp_path: Path, capsys) -> None:
+    mine = tmp_path / "runs" / "mine"
+    run_id = create_run_folder(mine)
+    copy = tmp_path / "runs" / "copy"
+    copy.mkdir()
+    (copy / MARKER).write_text((mine / MARKER).read_text())  # a copied folder, or a crafted marker naming my run
+    assert read_run_id(copy) == run_id
+    remove_run_folder(copy)
+    assert not copy.exists() and run_key(mine) is not None
+    # through the command line too
+    (tmp_path / "runs" / "copy").mkdir()
+    (tmp_path / "runs" / "copy" / MARKER).write_text((mine / MARKER).read_text())
+    assert main(["train", "ddpg", "--runs-dir", str(tmp_path / "runs"), "--name", "copy", "--overwrite",
+                 "--total-frames", "1", "--init-random-frames", "0", "--frames-per-batch", "1", "--batch-size", "1",
+                 "--hidden-sizes", "4", "--no-video", "--no-plot", "--no-progress", "--no-tensorboard"]) == 0
+    assert run_key(mine) is not None and (key_directory() / f"{run_id}.key").is_file()
+    # the folder the key was made for takes it along
+    remove_run_folder(mine)
+    assert not (key_directory() / f"{run_id}.key").exists()

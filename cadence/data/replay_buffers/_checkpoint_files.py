@@ -64,6 +64,7 @@ __all__ = [
     "seal_json",
     "unseal_json",
     "write_meta",
+    "weights_only_reason",
     "write_raw",
 ]
 
@@ -535,20 +536,33 @@ def load_state(file: Path, entry: Mapping[str, Any], verify: bool = True) -> Any
     except Exception as error:  # whatever the unpickler or a tag rejects, the file is not ours
         raise CheckpointError(
             f"{file}: not a state file that holds only data, refused without running anything "
-            f"({type(error).__name__}: {_reason(error)})."
+            f"({type(error).__name__}: {weights_only_reason(error)})."
         ) from error
 
 
-def _reason(error: Exception) -> str:
-    """What ``error`` says is wrong with the file, without torch's advice to load it
-    anyway (with ``weights_only=False`` or an allow-list)."""
-    for line in str(error).splitlines():
-        line = line.strip()
+def weights_only_reason(error: BaseException) -> str:
+    """What ``torch.load(weights_only=True)`` found wrong with a file, out of torch's long
+    message, without its advice to load the file anyway (with ``weights_only=False`` or an
+    allow-list): the file is refused, and nothing should suggest running it.
+
+    Examples:
+        >>> import pickle
+        >>> message = ("Weights only load failed. Re-running `torch.load` with `weights_only` set to `False` "
+        ...            "will likely succeed.\\n\\nTrying to load unsupported GLOBAL posix.system whose module "
+        ...            "posix is blocked.\\n\\nCheck the documentation of torch.load.")
+        >>> weights_only_reason(pickle.UnpicklingError(message))
+        'Trying to load unsupported GLOBAL posix.system whose module posix is blocked.'
+    """
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    for index, line in enumerate(lines):
         if "WeightsUnpickler error:" in line:
-            line = line.split("WeightsUnpickler error:", 1)[1].strip()
+            reason = line.split("WeightsUnpickler error:", 1)[1].strip()
+            if not reason and index + 1 < len(lines):  # torch puts some reasons on the next line
+                reason = lines[index + 1]
+            return reason.split(" Please ", 1)[0][:300]
         if line.startswith(("Unsupported", "Trying to load unsupported")):
-            return line.split(" Please use", 1)[0][:300]
-    first = next((line.strip() for line in str(error).splitlines() if line.strip()), "")
+            return line.split(" Please ", 1)[0][:300]
+    first = lines[0] if lines else type(error).__name__
     if "weights_only" in first or "Weights only" in first:
         return "it holds something other than tensors and plain data"
     return first[:300]
