@@ -31,6 +31,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from tensordict.tensorclass import NonTensorStack
 
+from cadence._utils import quoted
 from cadence.data import Categorical, Composite, NonTensor, Unbounded
 from cadence.envs.common import EnvBase
 
@@ -145,6 +146,23 @@ def _token_list(encoded: Any, source: str) -> list[int]:
         ) from err
 
 
+def _check_texts(input: Any) -> None:
+    """Raises naming ``input`` unless it is a str or a non-empty list of str."""
+    expected = "input must be a str or a non-empty list of str"
+    if isinstance(input, str):
+        return
+    if not isinstance(input, list):
+        raise TypeError(f"LLMHashingEnv.make_tensordict: {expected}, got {type(input).__name__} {quoted(input)}.")
+    if not input:
+        raise ValueError(f"LLMHashingEnv.make_tensordict: {expected}, got an empty list.")
+    for index, text in enumerate(input):
+        if not isinstance(text, str):
+            raise TypeError(
+                f"LLMHashingEnv.make_tensordict: {expected}, got {type(text).__name__} {quoted(text)} "
+                f"at input[{index}]."
+            )
+
+
 def _vocab_size_of(tokenizer: Any) -> int | None:
     getter = getattr(tokenizer, "get_vocab_size", None)  # tokenizers.Tokenizer
     if callable(getter):
@@ -167,7 +185,8 @@ class LLMHashingEnv(EnvBase):
     - ``text_key`` (``"text"``, with ``text_output``): the sequence decoded by the
       tokenizer (``NonTensor``).
 
-    The action is the next token, ``int64`` of shape ``(*batch, 1)``. The env has no
+    The action is the next token, ``int64`` of shape ``(*batch, 1)`` (other integer
+    dtypes are cast; a ``bool`` action raises a ``TypeError``). The env has no
     reward and never ends (``"done"`` and ``"terminated"`` stay ``False``): a policy (a
     language model) or a step count decides when a text is finished.
 
@@ -232,8 +251,8 @@ class LLMHashingEnv(EnvBase):
                     f"LLMHashingEnv needs vocab_size: the tokenizer ({type(tokenizer).__name__}) has neither "
                     f"get_vocab_size() nor an int vocab_size."
                 )
-        if not isinstance(vocab_size, int) or vocab_size < 1:
-            raise ValueError(f"LLMHashingEnv: vocab_size must be an int >= 1, got {vocab_size!r}.")
+        if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:
+            raise ValueError(f"LLMHashingEnv: vocab_size must be an int >= 1, got {quoted(vocab_size)}.")
         if text_output and not callable(getattr(tokenizer, "decode", None)):
             raise TypeError(
                 f"LLMHashingEnv(text_output=True) decodes the tokens, but the tokenizer "
@@ -282,7 +301,7 @@ class LLMHashingEnv(EnvBase):
         if callable(encode):
             return _token_list(encode(text), f"{type(self.tokenizer).__name__}.encode")
         if callable(self.tokenizer):
-            return _token_list(self.tokenizer(text), f"the tokenizer {self.tokenizer!r}")
+            return _token_list(self.tokenizer(text), f"the tokenizer {quoted(self.tokenizer)}")
         raise TypeError(
             f"LLMHashingEnv: the tokenizer ({type(self.tokenizer).__name__}) has no encode() and is not callable."
         )
@@ -327,14 +346,20 @@ class LLMHashingEnv(EnvBase):
             a text and ``(len(input),)`` for a list.
 
         Raises:
-            ValueError: texts of different numbers of tokens (they would not stack;
-                padding them would change their hashes).
+            TypeError: ``input`` is neither a str nor a list of str.
+            ValueError: an empty list, or texts of different numbers of tokens (they
+                would not stack; padding them would change their hashes).
 
         Examples:
             >>> from cadence.envs.custom.llm_hashing import LLMHashingEnv
             >>> LLMHashingEnv().make_tensordict(["to", "be"])["observation"].tolist()
             [[116, 111], [98, 101]]
+            >>> LLMHashingEnv().make_tensordict(12345)
+            Traceback (most recent call last):
+            ...
+            TypeError: LLMHashingEnv.make_tensordict: input must be a str or a non-empty list of str, got int 12345.
         """
+        _check_texts(input)
         texts = input if isinstance(input, list) else [input]
         encoded = [self.encode(text) for text in texts]
         lengths = {len(tokens) for tokens in encoded}
@@ -350,6 +375,17 @@ class LLMHashingEnv(EnvBase):
         return self.reset(TensorDict({self.observation_key: tokens}, batch_size=batch, device=self.device))
 
     # ------------------------------------------------------------------ reset and step
+    def _check_step_input(self, tensordict: TensorDictBase) -> None:
+        # step() casts a bool action to int64 (a one-hot's cast); a bool is no token id
+        key = self.action_key
+        action = tensordict.get(key, None)
+        if isinstance(action, torch.Tensor) and action.dtype == torch.bool:
+            raise TypeError(
+                f"LLMHashingEnv: the action {key!r} must hold integer token ids (dtype {self.action_spec.dtype}), "
+                f"got dtype {action.dtype}."
+            )
+        super()._check_step_input(tensordict)
+
     def _check_tokens(self, tokens: torch.Tensor, what: str) -> None:
         if tokens.dtype not in (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8):
             raise TypeError(f"LLMHashingEnv: {what} must hold integer token ids, got dtype {tokens.dtype}.")

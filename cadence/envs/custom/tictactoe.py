@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import torch
 from tensordict import TensorDict, TensorDictBase
 
+from cadence._utils import quoted
 from cadence.data import Bounded, Categorical, Composite, Unbounded
 from cadence.envs.common import EnvBase
 
@@ -39,11 +40,20 @@ BatchSizeLike = Sequence[int] | torch.Size | int
 
 
 def _as_size(batch_size: BatchSizeLike | None) -> torch.Size:
+    """``batch_size`` as a ``torch.Size``, or a ``ValueError`` naming it (dims are ints >= 0)."""
     if batch_size is None:
         return torch.Size([])
-    if isinstance(batch_size, int):
-        return torch.Size([batch_size])
-    return torch.Size(batch_size)
+    dims = [batch_size] if isinstance(batch_size, int) else batch_size
+    try:
+        dims = list(dims)
+    except TypeError:
+        dims = None
+    if dims is None or any(isinstance(d, bool) or not isinstance(d, int) or d < 0 for d in dims):
+        raise ValueError(
+            f"TicTacToeEnv: batch_size must be an int >= 0 or a sequence of them (the number of games), "
+            f"got {quoted(batch_size)}."
+        )
+    return torch.Size(dims)
 
 
 def completed_line(board: torch.Tensor) -> torch.Tensor:
@@ -103,7 +113,10 @@ class TicTacToeEnv(EnvBase):
     **Stateless** (the default): the env keeps no game. ``step(td)`` reads ``"board"``
     and ``"turn"`` from ``td`` (they are its ``state_spec``), so it depends only on
     ``td``, and one env plays any batch of games:
-    ``env.reset(TensorDict(batch_size=[n]))`` starts ``n`` of them.
+    ``env.reset(TensorDict(batch_size=[n]))`` starts ``n`` of them. The state it reads
+    back must be one the env writes: a ``"board"`` of shape ``(*batch, 3, 3)`` holding
+    ``-1``, ``0`` or ``1``, and a ``"turn"`` of shape ``(*batch, 1)`` holding ``0`` or
+    ``1`` (integers of any dtype); anything else raises, naming the key and the value.
     **Stateful** (``stateful=True``): the env keeps the boards of its ``batch_size``;
     ``step`` reads only the action (it is batch-locked and has no state spec).
 
@@ -120,6 +133,9 @@ class TicTacToeEnv(EnvBase):
         stateful: keep the games in the env rather than in the data.
         device: where the data lives.
         batch_size: the number of games the env plays by default (a shape).
+
+    Raises:
+        ValueError: a ``batch_size`` that is not a shape (ints >= 0).
 
     Examples:
         >>> import torch
@@ -140,6 +156,14 @@ class TicTacToeEnv(EnvBase):
         >>> game = env.rollout(20)
         >>> bool(game["next", "done"][-1]), bool(game["next", "done"][:-1].any())
         (True, False)
+
+        A stateless step refuses a state the env never writes:
+
+        >>> td = env.reset().set("action", torch.tensor(0))
+        >>> env.step(td.set("turn", torch.tensor([5], dtype=torch.int32)))
+        Traceback (most recent call last):
+        ...
+        ValueError: TicTacToeEnv: the input's 'turn' holds 5 at index [0]; expected 0 or 1 (the player to move).
     """
 
     #: ``False`` for a stateless env, whose inputs may carry any batch of games (their own boards).
@@ -230,6 +254,11 @@ class TicTacToeEnv(EnvBase):
             )
         mask = None if tensordict is None else tensordict.get("_reset", None)
         if mask is not None and self._board is not None:
+            if mask.numel() != self.batch_size.numel():
+                raise ValueError(
+                    f"TicTacToeEnv(stateful=True).reset: '_reset' must hold one flag per game, shape "
+                    f"{(*self.batch_size, 1)}, got shape {tuple(mask.shape)}."
+                )
             rows = mask.reshape(self.batch_size)
             board = torch.where(rows[..., None, None], board, self._board)
             turn = torch.where(rows[..., None], turn, self._turn)
@@ -250,7 +279,34 @@ class TicTacToeEnv(EnvBase):
                 f"TicTacToeEnv is stateless: step() needs {missing} in its input (as reset() writes them); "
                 f"the input holds {sorted(map(str, tensordict.keys(True, True)))}."
             )
-        return board, turn
+        self._check_state(board, turn, tensordict.batch_size)
+        # the stateless step writes the spec's dtype, whatever integers it was given
+        return board.to(torch.int32), turn.to(torch.int32)
+
+    @staticmethod
+    def _check_state(board: torch.Tensor, turn: torch.Tensor, batch: torch.Size) -> None:
+        """Raises naming ``"board"`` or ``"turn"`` if the state read back by a stateless
+        step is not one the env writes: shapes ``(*batch, 3, 3)`` and ``(*batch, 1)``,
+        integers, squares in ``{-1, 0, 1}`` and turns in ``{0, 1}``."""
+        for key, value, shape, allowed in (
+            ("board", board, (*batch, 3, 3), "-1 (empty), 0 (the opponent's) or 1 (the player to move's)"),
+            ("turn", turn, (*batch, 1), "0 or 1 (the player to move)"),
+        ):
+            if tuple(value.shape) != shape:
+                raise ValueError(
+                    f"TicTacToeEnv: the input's {key!r} must have shape {shape} (the input's batch size "
+                    f"{tuple(batch)}, then {shape[len(batch):]}), got {tuple(value.shape)}."
+                )
+            if value.dtype == torch.bool or value.is_floating_point() or value.is_complex():
+                raise TypeError(f"TicTacToeEnv: the input's {key!r} must hold integers ({allowed}), got {value.dtype}.")
+            low = EMPTY if key == "board" else 0
+            bad = (value < low) | (value > 1)
+            if bool(bad.any()):
+                index = [int(i) for i in bad.nonzero()[0]]
+                raise ValueError(
+                    f"TicTacToeEnv: the input's {key!r} holds {int(value[tuple(index)])} at index {index}; "
+                    f"expected {allowed}."
+                )
 
     def _check_moves(self, board: torch.Tensor, turn: torch.Tensor, action: torch.Tensor) -> None:
         """Raises a ``ValueError`` naming the first illegal move: off the board, on a taken

@@ -32,9 +32,10 @@ Examples:
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from typing import Any
 
-from cadence._utils import ClassProperty
+from cadence._utils import MAX_QUOTED, ClassProperty, quoted
 from cadence.data import TensorSpec
 from cadence.envs.array_simulator import ArraySimulator
 from cadence.envs.libs.gym import GymEnv, GymWrapper, space_to_spec
@@ -67,6 +68,15 @@ def _registered_ids() -> list[str]:
         env_id for env_id, spec in gymnasium.envs.registry.items()
         if isinstance(spec.entry_point, str) and spec.entry_point.startswith("mo_gymnasium")
     )
+
+
+def _is_registered(registry: Mapping[str, Any], env_id: str) -> bool:
+    """Whether ``env_id`` names an env of gymnasium's ``registry``: a registered id, or
+    one without its ``-v<N>`` that gymnasium completes with the latest version."""
+    if env_id in registry:
+        return True
+    prefix = f"{env_id}-v"
+    return any(key.startswith(prefix) and key[len(prefix) :].isdigit() for key in registry)
 
 
 def reward_space_of(env: Any) -> Any:
@@ -149,7 +159,7 @@ class MOGymWrapper(GymWrapper):
         space = reward_space_of(self._env)
         if space is None:
             raise ValueError(
-                f"{type(self).__name__}: the env {self._env} declares no reward_space, so its rewards are not "
+                f"{type(self).__name__}: the env {quoted(self._env)} declares no reward_space, so its rewards are not "
                 "multi-objective; wrap it with GymWrapper."
             )
         return space_to_spec(space, self.batch_size, True, self.device)
@@ -182,7 +192,9 @@ class MOGymEnv(GymEnv, MOGymWrapper):
     Raises:
         ImportError: mo_gymnasium (or a package the env needs) is not installed; the
             message says what to install.
-        ValueError: the id is not registered.
+        TypeError: ``env_name`` is not a str, or ``num_envs`` not an int.
+        ValueError: the id is not registered (checked before gymnasium sees it: a path or
+            a ``"module:Name-v0"`` id never reaches ``make``), or ``num_envs`` is negative.
 
     Examples:
         >>> import pytest; mo_gymnasium = pytest.importorskip("mo_gymnasium")  # skips without mo_gymnasium
@@ -191,13 +203,35 @@ class MOGymEnv(GymEnv, MOGymWrapper):
         (torch.Size([3]), torch.Size([3, 2]))
         >>> "deep-sea-treasure-v0" in MOGymEnv.available_envs
         True
+        >>> MOGymEnv("../../etc/passwd")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: MOGymEnv: env_name '../../etc/passwd' is not a registered id (...). MO-Gymnasium registers: ...
     """
 
     @staticmethod
     def _make(env_name: str, num_envs: int | None, make_kwargs: dict[str, Any]) -> Any:
+        if not isinstance(env_name, str):
+            raise TypeError(
+                f"MOGymEnv: env_name must be a registered id (a str such as 'deep-sea-treasure-v0'), got "
+                f"{type(env_name).__name__} {quoted(env_name)}."
+            )
+        if num_envs is not None and (isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 0):
+            error_type = ValueError if isinstance(num_envs, int) and not isinstance(num_envs, bool) else TypeError
+            raise error_type(
+                f"MOGymEnv: num_envs must be an int >= 1 (the copies of a vector env), or None/0 for a single env; "
+                f"got {type(num_envs).__name__} {quoted(num_envs)}."
+            )
         mo_gymnasium = _import_mo_gymnasium("MOGymEnv")
         import gymnasium
 
+        # only ids of the registry reach gymnasium: its make would import the module of a
+        # "module:Name-v0" id, and reports a malformed one (a path, say) with an error of its own
+        if not _is_registered(gymnasium.envs.registry, env_name):
+            raise ValueError(
+                f"MOGymEnv: env_name {quoted(env_name)} is not a registered id (import the package that registers "
+                f"it first). MO-Gymnasium registers: {', '.join(_registered_ids())}."
+            )
         error = gymnasium.error
         try:
             if num_envs:
@@ -206,10 +240,10 @@ class MOGymEnv(GymEnv, MOGymWrapper):
                 return mo_gymnasium.wrappers.vector.MOSyncVectorEnv([make] * num_envs)
             return mo_gymnasium.make(env_name, **make_kwargs)
         except error.DependencyNotInstalled as exc:
-            raise ImportError(f"MOGymEnv({env_name!r}) needs a package that is not installed: {exc}") from exc
+            raise ImportError(f"MOGymEnv({quoted(env_name)}) needs a package that is not installed: {exc}") from exc
         except (error.NameNotFound, error.VersionNotFound, error.UnregisteredEnv) as exc:
             raise ValueError(
-                f"MOGymEnv: no environment {env_name!r} is registered by mo_gymnasium ({exc}). Registered ids: "
-                f"{', '.join(_registered_ids())}."
+                f"MOGymEnv: no environment {quoted(env_name)} is registered by mo_gymnasium "
+                f"({str(exc)[:MAX_QUOTED]}). Registered ids: {', '.join(_registered_ids())}."
             ) from exc
 

@@ -59,7 +59,7 @@ import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from cadence._utils import ClassProperty
+from cadence._utils import MAX_QUOTED, ClassProperty, quoted
 from cadence.data import Categorical, Composite, NonTensor, OneHot, TensorSpec, Unbounded
 from cadence.envs.common import EnvBase
 from cadence.envs.marl_grouping import MarlGroupMapType, check_marl_grouping
@@ -91,6 +91,14 @@ def _game_names() -> list[str]:
     except ImportError:
         return []
     return [game.short_name for game in pyspiel.registered_games()]
+
+
+def _first_line(err: BaseException) -> str:
+    """The first line of an OpenSpiel error, cut to :data:`~cadence._utils.MAX_QUOTED`
+    characters: OpenSpiel's messages go on with every game's name, and quote what they got."""
+    lines = str(err).splitlines()
+    line = lines[0] if lines else ""
+    return line if len(line) <= MAX_QUOTED else f"{line[:MAX_QUOTED]}... ({len(line)} characters)"
 
 
 class OpenSpielWrapper(EnvBase):
@@ -153,11 +161,13 @@ class OpenSpielWrapper(EnvBase):
         if isinstance(env, pyspiel.Game):
             env = env.new_initial_state()
         if not isinstance(env, pyspiel.State):
-            raise TypeError(f"{name}: env must be a pyspiel.State or pyspiel.Game, got {type(env).__name__}: {env!r}")
-        if batch_size is not None and torch.Size(batch_size) != torch.Size():
+            raise TypeError(
+                f"{name}: env must be a pyspiel.State or pyspiel.Game, got {type(env).__name__}: {quoted(env)}"
+            )
+        if batch_size is not None and not (isinstance(batch_size, (list, tuple)) and len(batch_size) == 0):
             raise ValueError(
-                f"{name}: batch_size must be empty, got {tuple(batch_size)}; batch several games with SerialEnv or "
-                "ParallelEnv."
+                f"{name}: batch_size must be empty (None, () or []), got {quoted(batch_size)}; batch several games "
+                "with SerialEnv or ParallelEnv."
             )
         # a reset may restore any state, a finished game's too
         super().__init__(device=device, run_type_checks=run_type_checks, allow_done_after_reset=True)
@@ -278,8 +288,8 @@ class OpenSpielWrapper(EnvBase):
             outcome = self.chance_sampler(actions, probabilities)
             if outcome not in actions:
                 raise ValueError(
-                    f"{type(self).__name__}: the chance sampler returned {outcome!r}, which is not one of the chance "
-                    f"node's outcomes {actions}."
+                    f"{type(self).__name__}: the chance sampler returned {quoted(outcome)}, which is not one of the "
+                    f"chance node's outcomes {quoted(actions)}."
                 )
             state.apply_action(int(outcome))
 
@@ -364,13 +374,14 @@ class OpenSpielWrapper(EnvBase):
         if not isinstance(text, str):
             raise TypeError(
                 f"{type(self).__name__}.reset: the 'state' entry must hold a serialized state of {self._game} (a "
-                f"str, as the env's 'state' output), got {type(text).__name__}: {text!r}"
+                f"str, as the env's 'state' output), got {type(text).__name__}: {quoted(text)}"
             )
         try:
             return self._game.deserialize_state(text)
-        except (self._pyspiel.SpielError, ValueError) as err:
+        except (self._pyspiel.SpielError, ValueError, IndexError, RuntimeError) as err:  # pybind's C++ errors
             raise ValueError(
-                f"{type(self).__name__}.reset: the 'state' entry {text!r} is not a state of {self._game}: {err}"
+                f"{type(self).__name__}.reset: the 'state' entry {quoted(text)} is not a state of {self._game}: "
+                f"{_first_line(err)}"
             ) from err
 
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
@@ -418,8 +429,11 @@ class OpenSpielEnv(OpenSpielWrapper):
 
     Raises:
         ImportError: open_spiel is not installed (the message says how to install it).
-        ValueError: OpenSpiel cannot load the game (an unknown name or parameter), or as
-            :class:`OpenSpielWrapper`.
+        TypeError: ``game_string`` is not a str, or ``parameters`` not a mapping.
+        ValueError: no OpenSpiel game has the name (checked before OpenSpiel sees it),
+            OpenSpiel cannot load the game (an unknown or ill-typed parameter), or as
+            :class:`OpenSpielWrapper`. Messages quote at most a few hundred characters of
+            the name and parameters.
 
     Examples:
         >>> import pytest; pyspiel = pytest.importorskip("pyspiel")  # skips without open_spiel
@@ -428,17 +442,47 @@ class OpenSpielEnv(OpenSpielWrapper):
         (['player_0', 'player_1', 'player_2'], torch.Size([3]))
         >>> "tic_tac_toe" in OpenSpielEnv.available_envs
         True
+        >>> OpenSpielEnv("tic_tac_toe(board_size=-1)")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: OpenSpielEnv: OpenSpiel cannot load 'tic_tac_toe(board_size=-1)' with parameters {}: ...
     """
 
     def __init__(self, game_string: str, *, parameters: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
-        pyspiel = _import_pyspiel(type(self).__name__)
+        name = type(self).__name__
+        if not isinstance(game_string, str):
+            raise TypeError(
+                f"{name}: game_string must be a game's name (a str such as 'tic_tac_toe'), got "
+                f"{type(game_string).__name__} {quoted(game_string)}"
+            )
+        if parameters is not None and not isinstance(parameters, Mapping):
+            raise TypeError(
+                f"{name}: parameters must be a mapping of the game's parameters ({{'players': 3}}), got "
+                f"{type(parameters).__name__} {quoted(parameters)}"
+            )
+        pyspiel = _import_pyspiel(name)
+        # refused here: OpenSpiel would print the name (and every game's) to stderr first
+        short_name = game_string.split("(", 1)[0]
+        game_type = next((game for game in pyspiel.registered_games() if game.short_name == short_name), None)
+        if game_type is None:
+            raise ValueError(
+                f"{name}: game_string {quoted(game_string)} names no OpenSpiel game (OpenSpielEnv.available_envs "
+                "lists the games)."
+            )
+        known = game_type.parameter_specification
+        unknown = [key for key in parameters or {} if key not in known]
+        if unknown:
+            raise ValueError(
+                f"{name}: {short_name!r} has no parameter {quoted(unknown[0])} (in parameters); its parameters are "
+                f"{sorted(known)}."
+            )
         try:
             game = pyspiel.load_game(game_string, dict(parameters)) if parameters else pyspiel.load_game(game_string)
-        except pyspiel.SpielError as err:
-            reason = str(err).splitlines()[0]  # OpenSpiel's message goes on with every game's name
+        except (pyspiel.SpielError, TypeError, IndexError, RuntimeError) as err:
+            # OpenSpiel's C++ errors as pybind raises them; TypeError: a parameter value of no type OpenSpiel takes
             raise ValueError(
-                f"{type(self).__name__}: OpenSpiel cannot load {game_string!r} with parameters {dict(parameters or {})}: "
-                f"{reason} (OpenSpielEnv.available_envs lists the games)."
+                f"{name}: OpenSpiel cannot load {quoted(game_string)} with parameters "
+                f"{quoted(dict(parameters or {}))}: {_first_line(err)} (OpenSpielEnv.available_envs lists the games)."
             ) from err
         self.game_string = game_string
         super().__init__(game, **kwargs)

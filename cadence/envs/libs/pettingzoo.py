@@ -42,6 +42,7 @@ import numpy as np
 import torch
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
+from cadence._utils import quoted
 from cadence.data import Categorical, Composite, MultiOneHot, OneHot, TensorSpec, Unbounded
 from cadence.data.specs import holds_ragged
 from cadence.envs.common import EnvBase
@@ -309,7 +310,7 @@ class PettingZooWrapper(EnvBase):
             if reset is not None and not reset.all():
                 raise ValueError(
                     "PettingZooWrapper resets the whole env: a '_reset' entry must be all True (or absent), "
-                    f"got {reset.tolist()}"
+                    f"got {int((~reset.bool()).sum())} False of {reset.numel()}"
                 )
         observations, infos = self._reset_backend()
         acting = self._acting()
@@ -533,10 +534,15 @@ def _stack_values(spec: TensorSpec, values: list[Any], device: Any) -> Any:
 
 def _find_task(task: str) -> Any:
     """The module of PettingZoo env ``task`` (e.g. ``"simple_spread_v3"``), looked up in :data:`ENV_PACKAGES`."""
-    if not _TASK_NAME.match(task):
+    if not isinstance(task, str):
+        raise TypeError(
+            f"PettingZooEnv: task must be a PettingZoo env name (a str like 'simple_spread_v3'), got "
+            f"{type(task).__name__} {quoted(task)}"
+        )
+    if not _TASK_NAME.fullmatch(task):
         raise ValueError(
-            f"PettingZooEnv: {task!r} is not a PettingZoo env name (expected a name like 'simple_spread_v3' "
-            "or 'tictactoe_v3')"
+            f"PettingZooEnv: task {quoted(task)} is not a PettingZoo env name (expected a name like "
+            "'simple_spread_v3' or 'tictactoe_v3')"
         )
     for package in ENV_PACKAGES:
         try:
@@ -547,9 +553,11 @@ def _find_task(task: str) -> Any:
             try:
                 return importlib.import_module(f"{package}.{task}")
             except ImportError as err:
-                raise ImportError(f"PettingZooEnv({task!r}) needs a package that is not installed: {err}") from err
+                raise ImportError(
+                    f"PettingZooEnv({quoted(task)}) needs a package that is not installed: {err}"
+                ) from err
     raise ValueError(
-        f"PettingZooEnv: no env {task!r} in {', '.join(ENV_PACKAGES)} (MPE envs come from the mpe2 "
+        f"PettingZooEnv: no env {quoted(task)} in {', '.join(ENV_PACKAGES)} (MPE envs come from the mpe2 "
         f"package: {_INSTALL_HINT})"
     )
 
@@ -573,12 +581,24 @@ class PettingZooEnv(PettingZooWrapper):
         device: see :class:`PettingZooWrapper`.
         **kwargs: passed to the env's constructor (``N=3``, ``n_pistons=4``, ``max_cycles=25``...).
 
+    Raises:
+        TypeError: ``task`` is not a str, or the env's constructor refused ``kwargs``'
+            types (an unknown argument, say).
+        ValueError: ``task`` is not a name of the form ``"<name>_v<version>"`` (checked
+            before anything is imported), no package of :data:`ENV_PACKAGES` has it, or
+            the env's constructor refused ``kwargs``' values (``N=-1``, say). The
+            messages quote at most a few hundred characters of the name.
+
     Examples:
         >>> import pytest; mpe2 = pytest.importorskip("mpe2")  # skips without the pettingzoo extra
         >>> from cadence.envs import MarlGroupMapType
         >>> env = PettingZooEnv("simple_spread_v3", parallel=True, N=2, group_map=MarlGroupMapType.ONE_GROUP_PER_AGENT)
         >>> sorted(env.group_map), env.action_keys
         (['agent_0', 'agent_1'], [('agent_0', 'action'), ('agent_1', 'action')])
+        >>> PettingZooEnv("../simple_spread_v3", parallel=True)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: PettingZooEnv: task '../simple_spread_v3' is not a PettingZoo env name (expected a name like ...)
     """
 
     def __init__(
@@ -597,7 +617,14 @@ class PettingZooEnv(PettingZooWrapper):
     ) -> None:
         _import_pettingzoo()
         module = _find_task(task)
-        env = module.parallel_env(**kwargs) if parallel else module.env(**kwargs)
+        try:
+            env = module.parallel_env(**kwargs) if parallel else module.env(**kwargs)
+        except (TypeError, ValueError, AssertionError) as err:
+            # the env's own checks (an assert, a numpy error) say little of which argument is wrong
+            raise (TypeError if isinstance(err, TypeError) else ValueError)(
+                f"PettingZooEnv({quoted(task)}): the env refused its arguments {quoted(kwargs)}: "
+                f"{type(err).__name__}: {quoted(str(err))}"
+            ) from err
         super().__init__(
             env,
             return_state=return_state,

@@ -37,6 +37,7 @@ import numpy as np
 import torch
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
+from cadence._utils import quoted
 from cadence.data import (
     Bounded,
     Categorical,
@@ -150,8 +151,8 @@ class VmasWrapper(EnvBase):
         if not isinstance(env, vmas.simulator.environment.Environment):
             raise TypeError(f"VmasWrapper wraps a vmas Environment (vmas.make_env(..., wrapper=None)), got {type(env).__name__}")
         env_device = torch.device(env.device)
-        if device is not None and torch.device(device) != env_device:
-            raise ValueError(f"VmasWrapper: device={device!r} but the VMAS env runs on {env_device}")
+        if device is not None and _as_device(device, "VmasWrapper") != env_device:
+            raise ValueError(f"VmasWrapper: device={quoted(device)} but the VMAS env runs on {env_device}")
         super().__init__(device=env_device, batch_size=(env.num_envs,), allow_done_after_reset=True)
         self._env = env
         self.categorical_actions = categorical_actions
@@ -348,6 +349,25 @@ def _stack_agents(values: list[Any], group_shape: torch.Size) -> Any:
     return torch.stack([v.unsqueeze(-1) if v.ndim == 1 else v for v in values], 1)
 
 
+def _as_device(device: torch.device | str, caller: str) -> torch.device:
+    """``torch.device(device)``, or a ``ValueError`` naming ``device`` (torch's own error
+    quotes the whole string)."""
+    try:
+        return torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        raise ValueError(
+            f"{caller}: device must be a torch device ('cpu', 'cuda:0'...), got {quoted(device)}"
+        ) from None
+
+
+def _check_count(name: str, value: Any, meaning: str) -> None:
+    """Raises naming ``name`` unless ``value`` is an int >= 1 (a bool is no count)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"VmasEnv: {name} must be an int >= 1 ({meaning}), got {type(value).__name__} {quoted(value)}")
+    if value < 1:
+        raise ValueError(f"VmasEnv: {name} must be an int >= 1 ({meaning}), got {value}")
+
+
 class VmasEnv(VmasWrapper):
     """Builds a VMAS scenario by name and wraps it (see :class:`VmasWrapper`).
 
@@ -365,12 +385,22 @@ class VmasEnv(VmasWrapper):
         scenario_kwargs: the scenario's arguments (``n_agents=5``...), merged with ``**kwargs``.
         **kwargs: more scenario arguments.
 
+    Raises:
+        TypeError: a ``num_envs`` or ``max_steps`` that is not an int, or a ``scenario``
+            that is neither a name nor a VMAS scenario.
+        ValueError: ``num_envs`` or ``max_steps`` below 1, or a name VMAS does not know
+            (checked before VMAS builds anything).
+
     Examples:
         >>> import pytest; vmas = pytest.importorskip("vmas")  # skips without the vmas extra
         >>> env = VmasEnv("balance", num_envs=4, n_agents=3, max_steps=5, seed=0)
         >>> data = env.rollout(10)
         >>> data.batch_size, bool(data["next", "done"][:, -1].all())
         (torch.Size([4, 5]), True)
+        >>> VmasEnv("balance", num_envs=0)
+        Traceback (most recent call last):
+        ...
+        ValueError: VmasEnv: num_envs must be an int >= 1 (how many copies VMAS simulates at once), got 0
     """
 
     def __init__(
@@ -387,14 +417,23 @@ class VmasEnv(VmasWrapper):
         scenario_kwargs: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
+        _check_count("num_envs", num_envs, "how many copies VMAS simulates at once")
+        if max_steps is not None:
+            _check_count("max_steps", max_steps, "the steps after which every episode ends, or None")
         vmas = _import_vmas()
         known = [*vmas.scenarios, *vmas.mpe_scenarios, *vmas.debug_scenarios]
-        if isinstance(scenario, str) and scenario not in known:
-            raise ValueError(f"VmasEnv: no VMAS scenario {scenario!r}; VMAS has {sorted(known)}")
+        if isinstance(scenario, str):
+            if scenario not in known:  # only VMAS' own names: never a path or a module of the user's
+                raise ValueError(f"VmasEnv: no VMAS scenario {quoted(scenario)}; VMAS has {sorted(known)}")
+        elif not isinstance(scenario, vmas.simulator.scenario.BaseScenario):
+            raise TypeError(
+                f"VmasEnv: scenario must be a VMAS scenario's name or a vmas BaseScenario instance, got "
+                f"{type(scenario).__name__} {quoted(scenario)}"
+            )
         env = vmas.make_env(
             scenario=scenario,
             num_envs=num_envs,
-            device=torch.device("cpu") if device is None else torch.device(device),
+            device=torch.device("cpu") if device is None else _as_device(device, "VmasEnv"),
             continuous_actions=continuous_actions,
             max_steps=max_steps,
             seed=seed,

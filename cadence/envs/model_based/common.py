@@ -38,13 +38,18 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
-from cadence.data import Composite
+from cadence._utils import quoted
+from cadence.data import Composite, NonTensor, Stacked, TensorSpec
 from cadence.envs.common import EnvBase
 
 __all__ = ["ModelBasedEnvBase"]
 
 NestedKey = str | tuple[str, ...]
 DeviceLike = torch.device | str | int
+
+#: How errors name where a value checked against its spec came from.
+_STEP = "the world model's output"
+_RESET = "reset's input"
 
 #: The spawn key of the seeds the world model's generators get from ``set_seed``: a
 #: stream of its own, apart from the seeds ``next_seed`` hands to the next env.
@@ -59,11 +64,17 @@ class ModelBasedEnvBase(EnvBase):
     flags of the specs; other entries the model writes (a distribution's parameters,
     say) stay out of the env's data. An observation the model does not write keeps its
     input value (a constant such as a goal passes through); done flags it does not
-    write are ``False`` (a model without a done head never ends an episode).
+    write are ``False`` (a model without a done head never ends an episode). Each entry
+    kept must have its spec's dtype and shape (the input's batch, then the spec's dims
+    after ``batch_size``): a world model writing, say, ``float64`` observations into a
+    ``float32`` spec raises a ``TypeError`` naming the key and both dtypes (a wrong shape,
+    a ``ValueError``).
 
     ``reset`` starts from the states its input holds (the observation and state entries
     of the specs) and draws those it lacks from their specs with :attr:`rng`; a partial
     reset (a ``"_reset"`` mask) draws fresh states for the components it resets.
+    The states given must have their specs' dtypes and shapes, and the env must have
+    specs to reset to (an observation or state spec).
     ``rollout(n, policy, auto_reset=False, tensordict=states)`` also takes the start
     states alone, without done flags.
 
@@ -85,8 +96,17 @@ class ModelBasedEnvBase(EnvBase):
             runs under ``params.to_module(world_model)``.
         device: where the env's data and the model live.
         batch_size: the batch of states the env steps.
-        run_type_checks: check inputs and outputs against the specs at every step.
+        run_type_checks: check inputs and outputs against the specs at every step (the
+            dtypes and shapes of what the world model writes are always checked).
         allow_done_after_reset: do not raise if a reset state is done.
+
+    Raises:
+        TypeError: ``world_model`` is not a module, ``params`` not a TensorDict or
+            ``batch_size`` not a list or tuple; later, a world model output or a reset
+            state of another dtype than its spec's.
+        ValueError: a ``batch_size`` that is not a shape; later, a world model output or a
+            reset state of another shape than its spec's, or a reset of an env without
+            observation or state specs.
 
     Examples:
         >>> import torch
@@ -131,6 +151,14 @@ class ModelBasedEnvBase(EnvBase):
             raise TypeError(
                 f"{type(self).__name__}: params must be a TensorDict (TensorDict.from_module(world_model)), "
                 f"got {type(params).__name__}"
+            )
+        if batch_size is not None and not (
+            isinstance(batch_size, (list, tuple))
+            and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in batch_size)
+        ):
+            raise (ValueError if isinstance(batch_size, (list, tuple)) else TypeError)(
+                f"{type(self).__name__}: batch_size must be a shape (a list or tuple of ints >= 0), got "
+                f"{quoted(batch_size)}"
             )
         super().__init__(
             device=device,
@@ -214,6 +242,7 @@ class ModelBasedEnvBase(EnvBase):
         data = tensordict.clone(recurse=False).exclude(*self.done_keys, *self.reward_keys, inplace=True)
         predicted = self._run_world_model(data)
         out = TensorDict({}, batch_size=tensordict.batch_size, device=self.device)
+        specs = self._output_leaf_specs()
         for key in self._observation_keys():
             value = predicted.get(key, None)
             if value is None:
@@ -222,7 +251,7 @@ class ModelBasedEnvBase(EnvBase):
                     f"{self.full_observation_spec[key]}) and the step's input held none; it wrote "
                     f"{sorted(map(str, predicted.keys(True, True)))}."
                 )
-            out.set(key, value)
+            out.set(key, self._checked(key, value, specs[key], out.batch_size, _STEP))
         for key in self.reward_keys:
             value = predicted.get(key, None)
             if value is None:
@@ -230,14 +259,33 @@ class ModelBasedEnvBase(EnvBase):
                     f"{type(self).__name__}: the world model wrote no reward at {key!r} "
                     f"(spec {self.full_reward_spec[key]}); it wrote {sorted(map(str, predicted.keys(True, True)))}."
                 )
-            out.set(key, value)
+            out.set(key, self._checked(key, value, specs[key], out.batch_size, _STEP))
         for key in self.done_keys:
             value = predicted.get(key, None)
             if value is not None:
-                out.set(key, value)
+                out.set(key, self._checked(key, value, specs[key], out.batch_size, _STEP))
         if not any(out.get(key, None) is not None for key in self.done_keys):
             out.update(self._not_done(out.batch_size))  # a model without a done head never ends
         return out
+
+    def _checked(self, key: NestedKey, value: Any, spec: TensorSpec, batch_size: torch.Size, where: str) -> Any:
+        """``value``, if it has the dtype of ``spec`` and its shape (``batch_size``, then the
+        spec's dims after the env's batch dims); else an error naming ``key``, what the spec
+        expects and what came."""
+        if not isinstance(value, torch.Tensor) or isinstance(spec, (Stacked, NonTensor)) or spec.dtype is None:
+            return value  # ragged and non-tensor entries: their own specs' business
+        expected = (*batch_size, *spec.shape[self.batch_dims :])
+        if value.ndim != len(expected) or any(e not in (-1, g) for e, g in zip(expected, value.shape)):
+            raise ValueError(
+                f"{type(self).__name__}: {where} {key!r} must have shape {expected} (the batch "
+                f"{tuple(batch_size)}, then the spec's {tuple(spec.shape[self.batch_dims :])}), got "
+                f"{tuple(value.shape)}."
+            )
+        if value.dtype != spec.dtype:
+            raise TypeError(
+                f"{type(self).__name__}: {where} {key!r} must have dtype {spec.dtype} (its spec's), got {value.dtype}."
+            )
+        return value
 
     def _not_done(self, batch_size: torch.Size) -> TensorDictBase:
         """False done flags for a batch: the spec's flags with the batch's leading dims."""
@@ -294,13 +342,24 @@ class ModelBasedEnvBase(EnvBase):
                 f"{type(self).__name__}.reset: the input's batch size {tuple(batch_size)} does not end with "
                 f"the env's batch size {tuple(self.batch_size)}."
             )
+        keys = self._model_state_keys()
+        if not keys:
+            raise ValueError(
+                f"{type(self).__name__}.reset: the env has no observation or state spec, so there is no state to "
+                "start from; set observation_spec and state_spec (the states the world model reads, with their "
+                "shapes), or call set_specs_from_env(real_env), first."
+            )
         given = tensordict
         if tensordict is not None and any(key in tensordict.keys(True) for key in self.reset_keys):
             given = None  # a partial reset starts the reset components afresh; reset() keeps the others
+        specs = self._state_leaf_specs()
+        values = {key: given.get(key, None) if given is not None else None for key in keys}
+        for key, value in values.items():  # all checked before anything is drawn
+            if value is not None:
+                self._checked(key, value, specs[key], batch_size, _RESET)
         out = TensorDict({}, batch_size=batch_size, device=self.device)
         drawn = None
-        for key in self._model_state_keys():
-            value = given.get(key, None) if given is not None else None
+        for key, value in values.items():
             if value is None:
                 if drawn is None:
                     drawn = self._draw_start_states(batch_size)
@@ -309,6 +368,29 @@ class ModelBasedEnvBase(EnvBase):
                 value = value.to(self.device)
             out.set(key, value)
         return out
+
+    def _output_leaf_specs(self) -> dict[NestedKey, TensorSpec]:
+        """The spec of each observation, reward and done flag (what the step keeps)."""
+
+        def compute() -> dict[NestedKey, TensorSpec]:
+            leaves: dict[NestedKey, TensorSpec] = {}
+            for spec in (self.full_done_spec, self.full_reward_spec, self.full_observation_spec):
+                leaves.update(spec.items(include_nested=True, leaves_only=True))
+            return leaves
+
+        return self._cached("model_output_specs", compute)
+
+    def _state_leaf_specs(self) -> dict[NestedKey, TensorSpec]:
+        """The spec of each entry of :meth:`_model_state_keys` (an observation's, else a state's)."""
+
+        def compute() -> dict[NestedKey, TensorSpec]:
+            observations, states = self.full_observation_spec, self.full_state_spec
+            observation_keys = set(observations.keys(True, True))
+            return {
+                key: observations[key] if key in observation_keys else states[key] for key in self._model_state_keys()
+            }
+
+        return self._cached("model_state_specs", compute)
 
     def _draw_start_states(self, batch_size: torch.Size) -> TensorDictBase:
         """Start states for a batch: each observation and state drawn from its spec with

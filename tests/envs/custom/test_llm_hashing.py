@@ -213,3 +213,30 @@ class TestBadInput:
         env = LLMHashingEnv()
         with pytest.raises(ValueError, match=r"shape \(\*batch, length\)"):
             env.reset(TensorDict({"observation": torch.zeros(2, 3, dtype=torch.int64)}, []))
+
+    def test_bool_action(self) -> None:
+        env = LLMHashingEnv()
+        with pytest.raises(TypeError, match=r"action 'action' must hold integer token ids .*got dtype torch.bool"):
+            env.step(env.make_tensordict("a").set("action", torch.tensor([True])))
+
+    @pytest.mark.parametrize(
+        ("value", "error", "came"),
+        [
+            (12345, TypeError, "got int 12345"),
+            ([], ValueError, "got an empty list"),
+            (("a", "b"), TypeError, r"got tuple \('a', 'b'\)"),
+            (["a", 3], TypeError, r"got int 3 at input\[1\]"),
+        ],
+    )
+    def test_make_tensordict_refuses_what_is_no_text(self, value: object, error: type, came: str) -> None:
+        with pytest.raises(error, match=rf"input must be a str or a non-empty list of str, {came}"):
+            LLMHashingEnv().make_tensordict(value)  # type: ignore[arg-type]
+
+    def test_make_tensordict_quotes_a_huge_input_briefly(self) -> None:
+        with pytest.raises(TypeError, match="input must be a str") as info:
+            LLMHashingEnv().make_tensordict([b"x" * 10_000])  # type: ignore[list-item]
+        assert len(str(info.value)) < 400 and "10000 characters" in str(info.value)
+
+    def test_vocab_size_must_be_a_positive_int(self) -> None:
+        with pytest.raises(ValueError, match="vocab_size must be an int >= 1, got True"):
+            LLMHashingEnv(True, text_output=False)

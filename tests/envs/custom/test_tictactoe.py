@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 from tensordict import TensorDict, TensorDictBase
@@ -135,6 +137,39 @@ class TestIllegalMoves:
         with pytest.raises(KeyError, match="board"):
             env.step(TensorDict({"action": torch.tensor(0), "turn": torch.zeros(1, dtype=torch.int32)}, []))
 
+    def test_stateless_step_refuses_a_turn_that_is_no_player(self) -> None:
+        env = TicTacToeEnv()
+        td = env.reset().set("action", torch.tensor(0))
+        with pytest.raises(ValueError, match=r"'turn' holds 5 at index \[0\]; expected 0 or 1"):
+            env.step(td.set("turn", torch.tensor([5], dtype=torch.int32)))
+        with pytest.raises(ValueError, match=r"'turn' must have shape \(1,\).*got \(\)"):
+            env.step(td.set("turn", torch.tensor(0, dtype=torch.int32)))
+        with pytest.raises(TypeError, match=r"'turn' must hold integers.*got torch.float32"):
+            env.step(td.set("turn", torch.zeros(1)))
+
+    def test_stateless_step_refuses_a_board_it_never_writes(self) -> None:
+        env = TicTacToeEnv()
+        td = env.reset().set("action", torch.tensor(0))
+        board = torch.full((3, 3), -1, dtype=torch.int32)
+        board[1, 2] = 7
+        with pytest.raises(ValueError, match=r"'board' holds 7 at index \[1, 2\]; expected -1 \(empty\)"):
+            env.step(td.clone().set("board", board))
+        with pytest.raises(ValueError, match=r"'board' must have shape \(3, 3\).*got \(9,\)"):
+            env.step(td.clone().set("board", torch.full((9,), -1)))
+        with pytest.raises(TypeError, match=r"'board' must hold integers.*got torch.bool"):
+            env.step(td.clone().set("board", torch.zeros(3, 3, dtype=torch.bool)))
+
+    def test_stateless_step_takes_a_board_of_another_integer_dtype(self) -> None:
+        env = TicTacToeEnv()
+        td = env.reset().set("action", torch.tensor(4))
+        nxt = env.step(td.set("board", torch.full((3, 3), -1)))["next"]  # int64
+        assert nxt["board"].dtype == torch.int32 and nxt["board"].reshape(9)[4] == 0
+
+    @pytest.mark.parametrize("batch_size", [-1, [2, -3], [2.5], "abc"])
+    def test_batch_size_must_be_a_shape(self, batch_size: object) -> None:
+        with pytest.raises(ValueError, match=rf"batch_size must be an int >= 0.*got {re.escape(repr(batch_size))}"):
+            TicTacToeEnv(batch_size=batch_size)  # type: ignore[arg-type]
+
     def test_rand_action_without_moves(self) -> None:
         env = TicTacToeEnv()
         with pytest.raises(ValueError, match="allows no move"):
@@ -204,6 +239,13 @@ class TestStateful:
     def test_reset_of_another_batch(self) -> None:
         with pytest.raises(ValueError, match="plays its"):
             TicTacToeEnv(stateful=True, batch_size=[2]).reset(TensorDict(batch_size=[3]))
+
+    def test_partial_reset_mask_of_another_shape(self) -> None:
+        env = TicTacToeEnv(stateful=True, batch_size=[2])
+        td = env.reset()
+        td["_reset"] = torch.tensor([[True, False], [False, True]])
+        with pytest.raises(ValueError, match=r"'_reset' must hold one flag per game, shape \(2, 1\), got shape \(2, 2"):
+            env.reset(td)
 
     def test_batch_locked(self) -> None:
         env = TicTacToeEnv(stateful=True, batch_size=[2])

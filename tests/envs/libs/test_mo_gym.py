@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -189,8 +190,39 @@ def test_a_single_objective_env_is_refused():
 
 
 def test_an_unknown_id_is_named():
-    with pytest.raises(ValueError, match=r"no environment 'deep-sea-nothing-v0' is registered by mo_gymnasium"):
+    with pytest.raises(ValueError, match=r"env_name 'deep-sea-nothing-v0' is not a registered id.*deep-sea-treasure"):
         MOGymEnv("deep-sea-nothing-v0")
+
+
+@pytest.mark.parametrize("name", ["../../etc/passwd", "/etc/passwd", "os:Nothing-v0", "deep-sea-treasure-v0/.."])
+def test_a_name_that_is_no_registered_id_never_reaches_gymnasium(name, monkeypatch):
+    def make(*args, **kwargs):
+        raise AssertionError("gymnasium was asked to make it")
+
+    monkeypatch.setattr(mo_gymnasium, "make", make)
+    with pytest.raises(ValueError, match=rf"env_name {re.escape(repr(name))} is not a registered id"):
+        MOGymEnv(name)
+
+
+@pytest.mark.filterwarnings("ignore:.*latest versioned environment")
+def test_an_unversioned_id_still_takes_the_latest_version():
+    assert MOGymEnv("deep-sea-treasure").reward_spec.shape == (2,)
+
+
+def test_a_huge_name_is_quoted_briefly():
+    with pytest.raises(ValueError, match=r"is not a registered id") as info:
+        MOGymEnv("x" * 10_000)
+    assert str(info.value).count("x") < 400 and "(10000 characters)" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "error"),
+    [("env_name", 123, TypeError), ("num_envs", -1, ValueError), ("num_envs", 2.5, TypeError)],
+)
+def test_bad_arguments_are_named(name, value, error):
+    kwargs = {"env_name": "deep-sea-treasure-v0", "num_envs": None, name: value}
+    with pytest.raises(error, match=rf"{name} must be .*got {type(value).__name__} {value}"):
+        MOGymEnv(kwargs.pop("env_name"), **kwargs)
 
 
 def test_importing_the_module_does_not_import_mo_gymnasium():

@@ -348,16 +348,46 @@ def test_parameters_by_name_or_mapping():
 @pytest.mark.parametrize(
     ("build", "error", "match"),
     [
-        (lambda: OpenSpielEnv("no_such_game"), ValueError, r"OpenSpiel cannot load 'no_such_game'.*Unknown game"),
-        (lambda: OpenSpielEnv("tic_tac_toe", batch_size=[2]), ValueError, r"batch_size must be empty, got \(2,\)"),
+        (lambda: OpenSpielEnv("no_such_game"), ValueError, r"game_string 'no_such_game' names no OpenSpiel game"),
+        (lambda: OpenSpielEnv("tic_tac_toe", batch_size=[2]), ValueError, r"batch_size must be empty .*got \[2\]"),
+        (lambda: OpenSpielEnv("tic_tac_toe", batch_size="ab"), ValueError, r"batch_size must be empty .*got 'ab'"),
         (lambda: OpenSpielWrapper("tic_tac_toe"), TypeError, r"must be a pyspiel.State or pyspiel.Game, got str"),
         (lambda: OpenSpielEnv("mfg_crowd_modelling"), ValueError, r"'mfg_crowd_modelling' is a mean-field game"),
+        (lambda: OpenSpielEnv(123), TypeError, r"game_string must be a game's name .*got int 123"),
+        (lambda: OpenSpielEnv("kuhn_poker", parameters=[("players", 3)]), TypeError, r"parameters must be a mapping"),
+        (lambda: OpenSpielEnv("kuhn_poker", parameters={"seats": 3}), ValueError,
+         r"'kuhn_poker' has no parameter 'seats' \(in parameters\); its parameters are \['players'\]"),
+        (lambda: OpenSpielEnv("kuhn_poker", parameters={"players": -1}), ValueError,
+         r"OpenSpiel cannot load 'kuhn_poker' with parameters \{'players': -1\}: .*num_players"),
+        (lambda: OpenSpielEnv("kuhn_poker", parameters={"players": [3]}), ValueError,
+         r"OpenSpiel cannot load 'kuhn_poker' with parameters \{'players': \[3\]\}"),
     ],
-    ids=["unknown game", "batch size", "not a game", "mean field"],
+    ids=["unknown game", "batch size", "batch size str", "not a game", "mean field", "name not str",
+         "parameters not a mapping", "unknown parameter", "bad parameter value", "parameter of no type"],
 )
 def test_construction_errors_are_named(build, error, match):
     with pytest.raises(error, match=match):
         build()
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda big: OpenSpielEnv(big),
+        lambda big: OpenSpielEnv(f"kuhn_poker(players={big})"),
+        lambda big: OpenSpielEnv("kuhn_poker", parameters={big: 3}),
+        lambda big: OpenSpielEnv("kuhn_poker", parameters={"players": big}),
+        lambda big: OpenSpielWrapper(big),
+        lambda big: OpenSpielEnv("tic_tac_toe", return_state=True).reset(TensorDict({"state": big}, [])),
+    ],
+    ids=["name", "name with parameters", "parameter name", "parameter value", "wrapper", "saved state"],
+)
+def test_errors_quote_a_huge_input_briefly(build):
+    big = "9" * 10_000
+    with pytest.raises((TypeError, ValueError)) as info:
+        build(big)
+    message = str(info.value)
+    assert message.count("9") < 600 and "characters)" in message, message[:1000]
 
 
 def test_check_env_specs_after_a_reset_of_an_env_whose_mask_follows_the_game():

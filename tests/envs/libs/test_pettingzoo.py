@@ -200,6 +200,33 @@ def test_names_are_checked(task: str, match: str) -> None:
         PettingZooEnv(task, parallel=True)
 
 
+@pytest.mark.parametrize(
+    ("task", "match"), [("x" * 10_000, "not a PettingZoo env name"), ("a" * 10_000 + "_v1", "no env")]
+)
+def test_a_huge_name_is_quoted_briefly(task: str, match: str) -> None:
+    with pytest.raises(ValueError, match=match) as info:
+        PettingZooEnv(task, parallel=True)
+    message = str(info.value)
+    assert len(message) < 600 and f"({len(task)} characters)" in message
+
+
+def test_a_name_with_a_trailing_newline_is_no_name() -> None:
+    with pytest.raises(ValueError, match=r"task 'simple_spread_v3\\n' is not a PettingZoo env name"):
+        PettingZooEnv("simple_spread_v3\n", parallel=True)
+
+
+def test_a_task_that_is_no_str_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match="task must be a PettingZoo env name .*got int 123"):
+        PettingZooEnv(123, parallel=True)  # type: ignore[arg-type]
+
+
+def test_arguments_the_env_refuses_are_named() -> None:
+    with pytest.raises(ValueError, match=r"PettingZooEnv\('simple_spread_v3'\): the env refused its arguments \{'N': -1"):
+        PettingZooEnv("simple_spread_v3", parallel=True, N=-1)
+    with pytest.raises(TypeError, match=r"the env refused its arguments \{'no_such_argument': 1\}: TypeError"):
+        PettingZooEnv("simple_spread_v3", parallel=True, no_such_argument=1)
+
+
 def test_wrapping_something_else_is_a_type_error() -> None:
     with pytest.raises(TypeError, match="ParallelEnv or AECEnv"):
         PettingZooWrapper(object())

@@ -126,6 +126,38 @@ def test_errors() -> None:
         VmasWrapper(vmas.make_env("balance", num_envs=1, device="cpu"), device="meta")
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"num_envs": 0}, ValueError, "num_envs must be an int >= 1 .*got 0"),
+        ({"num_envs": -3}, ValueError, "num_envs must be an int >= 1 .*got -3"),
+        ({"num_envs": 2.0}, TypeError, "num_envs must be an int >= 1 .*got float 2.0"),
+        ({"num_envs": True}, TypeError, "num_envs must be an int >= 1 .*got bool True"),
+        ({"num_envs": 1, "max_steps": 0}, ValueError, "max_steps must be an int >= 1 .*got 0"),
+        ({"num_envs": 1, "max_steps": -1}, ValueError, "max_steps must be an int >= 1 .*got -1"),
+    ],
+)
+def test_sizes_are_checked_before_vmas_builds_anything(kwargs: dict, error: type, message: str) -> None:
+    with pytest.raises(error, match=message):
+        VmasEnv("balance", **kwargs)
+
+
+def test_scenario_names_are_vmas_own_and_quoted_briefly() -> None:
+    with pytest.raises(ValueError, match=r"no VMAS scenario '\.\./\.\./etc/passwd'"):
+        VmasEnv("../../etc/passwd", num_envs=1)
+    with pytest.raises(ValueError, match=r"no VMAS scenario 'xxx.*\(10000 characters\)") as info:
+        VmasEnv("x" * 10_000, num_envs=1)
+    assert str(info.value).count("x") < 400
+    with pytest.raises(TypeError, match="scenario must be a VMAS scenario's name or a vmas BaseScenario.*got int 123"):
+        VmasEnv(123, num_envs=1)
+    with pytest.raises(ValueError, match=r"device must be a torch device.*got 'mmm.*\(10000 characters\)") as info:
+        VmasWrapper(vmas.make_env("balance", num_envs=1, device="cpu"), device="m" * 10_000)
+    assert len(str(info.value)) < 400
+    with pytest.raises(ValueError, match=r"device must be a torch device.*got 'mmm.*\(10000 characters\)") as info:
+        VmasEnv("balance", num_envs=1, device="m" * 10_000)
+    assert len(str(info.value)) < 400
+
+
 def test_importing_the_module_does_not_import_vmas() -> None:
     code = "import sys, cadence.envs.libs.vmas; assert 'vmas' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

@@ -8,6 +8,7 @@ env; a fast twin of it steps the exact Pendulum dynamics written as a world mode
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -367,6 +368,50 @@ def test_errors_name_what_is_missing() -> None:
         env.reset(TensorDict(observation=torch.zeros(2, 3), batch_size=[2]))
     with pytest.raises(TypeError, match="expected an env"):
         env.set_specs_from_env(GymEnv("Pendulum-v1").observation_spec)  # type: ignore[arg-type]
+
+
+def test_world_model_outputs_of_another_dtype_or_shape_are_refused() -> None:
+    class Widening(PendulumDynamics):  # the right values, in float64
+        def forward(self, observation: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            next_observation, reward = super().forward(observation, action)
+            return next_observation.double(), reward
+
+    start = TensorDict(observation=torch.zeros(2, 3), action=torch.zeros(2, 1), batch_size=[2])
+    env = ModelBasedEnvBase(TensorDictModule(Widening(), in_keys=["observation", "action"],
+                                             out_keys=["observation", "reward"]))
+    env.set_specs_from_env(GymEnv("Pendulum-v1"))
+    with pytest.raises(TypeError, match=r"output 'observation' must have dtype torch.float32.*got torch.float64"):
+        env.step(start.clone())
+    flat_reward = TensorDictModule(lambda o, a: (o, o[..., 0]), in_keys=["observation", "action"],
+                                   out_keys=["observation", "reward"])
+    env = ModelBasedEnvBase(flat_reward)
+    env.set_specs_from_env(GymEnv("Pendulum-v1"))
+    with pytest.raises(ValueError, match=r"output 'reward' must have shape \(2, 1\).*got \(2,\)"):
+        env.step(start.clone())
+    float_done = TensorDictModule(lambda o, a: (o, o[..., :1], o[..., :1]), in_keys=["observation", "action"],
+                                  out_keys=["observation", "reward", "terminated"])
+    env = ModelBasedEnvBase(float_done)
+    env.set_specs_from_env(GymEnv("Pendulum-v1"))
+    with pytest.raises(TypeError, match=r"output 'terminated' must have dtype torch.bool.*got torch.float32"):
+        env.step(start.clone())
+
+
+def test_reset_says_which_states_of_which_shape_it_needs() -> None:
+    env = _pendulum_model_env(batch_size=[2])
+    with pytest.raises(ValueError, match=r"reset's input 'observation' must have shape \(2, 3\).*got \(2, 4\)"):
+        env.reset(TensorDict(observation=torch.zeros(2, 4), batch_size=[2]))
+    with pytest.raises(TypeError, match=r"reset's input 'observation' must have dtype torch.float32.*got torch.int64"):
+        env.reset(TensorDict(observation=torch.zeros(2, 3, dtype=torch.int64), batch_size=[2]))
+    bare = ModelBasedEnvBase(TensorDictModule(PendulumDynamics(), in_keys=["observation", "action"],
+                                              out_keys=["observation", "reward"]))
+    with pytest.raises(ValueError, match=r"reset: the env has no observation or state spec.*set_specs_from_env"):
+        bare.reset()
+
+
+@pytest.mark.parametrize(("batch_size", "error"), [([-1], ValueError), ((2, -3), ValueError), (3, TypeError)])
+def test_batch_size_must_be_a_shape(batch_size: object, error: type) -> None:
+    with pytest.raises(error, match=rf"batch_size must be a shape .*got {re.escape(repr(batch_size))}"):
+        ModelBasedEnvBase(nn.Identity(), batch_size=batch_size)  # type: ignore[arg-type]
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

@@ -3,6 +3,8 @@ Pendulum included), resets."""
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 import torch
 from tensordict import TensorDict, TensorDictBase
@@ -222,6 +224,14 @@ def test_reset_after_termination_inside_a_rollout():
     assert data["next", "pixels"][:, 0, 0, 0].mul(255).round().tolist() == [10.0, 20.0, 10.0, 20.0]
 
 
+#: Pendulum-v1 renders its frames with pygame (the ``pixels`` extra)
+needs_pygame = pytest.mark.skipif(
+    importlib.util.find_spec("pygame") is None,
+    reason="rendering Pendulum-v1 needs pygame: pip install 'cadence[pixels]'",
+)
+
+
+@needs_pygame
 def test_seed_example_pendulum_pixels():
     """The seed's "Transformed environment" example (on CPU)."""
     base_env = GymEnv("Pendulum-v1", from_pixels=True, pixels_only=True)
@@ -239,6 +249,7 @@ def test_seed_example_pendulum_pixels():
     assert resize_parent.observation_spec["pixels"].shape == (3, 500, 500)
 
 
+@needs_pygame
 def test_seed_example_batched():
     make_base = lambda: GymEnv("Pendulum-v1", from_pixels=True, pixels_only=True)
     make_transform = lambda: Compose(ToTensorImage(in_keys=["pixels"]), Resize(64, 64, in_keys=["pixels"]))
