@@ -11,16 +11,24 @@ Weights: :meth:`RayCollector.update_policy_weights_` puts the policy's state dic
 Ray's object store once and hands every actor the reference (the version number goes up
 by one each time, and each batch says which version collected it).
 
+The weights are checked in the driver first, against the policy's own state dict (the
+same keys, shapes and dtypes): wrong ones are refused with one error naming the key, and
+nothing is sent. An actor that still fails to load them (a policy with checks of its own)
+makes the iterator raise a ``RuntimeError`` naming the actor, the version and the cause.
+
 Faults: an actor that dies (its process killed, say) is restarted by Ray (up to
 ``max_worker_restarts`` times), given the latest weights again, and collection goes on;
-an actor whose collector raises (an exception in the env) is killed and restarted the
-same way. The requests it had in flight are lost (counted in :meth:`RayCollector.stats`).
-Past the restart budget the iterator raises one ``RuntimeError`` naming the actor and
-the cause, or, with ``ignore_worker_failures=True``, goes on without that actor.
+an actor whose collector raises (an exception in the env), or whose batch takes longer
+than ``batch_timeout_s`` (an env that hangs), is killed and restarted the same way. The
+requests it had in flight are lost (counted in :meth:`RayCollector.stats`). Past the
+restart budget the iterator raises one ``RuntimeError`` naming the actor and the cause,
+or, with ``ignore_worker_failures=True``, goes on without that actor.
 
 Ray is imported when a collector is built; ``ray.init`` is called then if Ray is not
 running yet (with ``ray_init_config``; use ``{"address": "auto"}`` to join a cluster), and
-``shutdown()`` stops what it started.
+``shutdown()`` stops what it started. ``shutdown()`` gives the actors
+:data:`SHUTDOWN_TIMEOUT_S` seconds, all together, to close their collectors, and kills them
+then (an actor whose batch is past ``batch_timeout_s`` at once): a hung env cannot hold it up.
 
 Examples:
     >>> import pytest; ray = pytest.importorskip("ray")  # skips without the ray extra
@@ -33,12 +41,17 @@ Examples:
     ...                          num_collectors=1, ray_init_config={"num_cpus": 2, "include_dashboard": False})
     >>> [batch.batch_size[0] for batch in collector]
     [50, 50, 50, 50]
+    >>> collector.update_policy_weights_({"module.weight": torch.zeros(1, 4), "module.bias": torch.zeros(1)})
+    Traceback (most recent call last):
+    ...
+    ValueError: RayCollector.update_policy_weights_: weights['module.weight']: expected shape (1, 3), got (1, 4); nothing was sent
     >>> collector.shutdown()
 """
 
 from __future__ import annotations
 
 import importlib
+import math
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -48,13 +61,55 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase
 
+from cadence._utils import MAX_QUOTED, quoted
 from cadence._weights_board import WeightsBoard
 from cadence.collectors.sync import DataCollectorBase, SyncDataCollector, _check_frames
 
-__all__ = ["RayCollector"]
+__all__ = ["DEFAULT_BATCH_TIMEOUT_S", "SHUTDOWN_TIMEOUT_S", "RayCollector"]
 
 _INSTALL_HINT = 'pip install "cadence[ray]"'
 EnvFactory = Callable[[], Any]
+
+#: ``batch_timeout_s`` by default: an actor whose batch takes longer is taken to hang (RLlib's
+#: ``sample_timeout_s`` plays this part, with 60 s); generous, since one batch of a slow
+#: simulator may take minutes. Raise it for those, or pass ``None`` to wait for ever.
+DEFAULT_BATCH_TIMEOUT_S = 300.0
+#: How long ``shutdown()`` waits, for all actors together, for their collectors to close (an
+#: actor busy with a batch finishes it first) before it kills them.
+SHUTDOWN_TIMEOUT_S = 5.0
+
+
+def _summary(error: BaseException) -> str:
+    """``"Type: message"`` of an exception, its last line only (Ray's errors carry a
+    traceback) and cut to :data:`~cadence._utils.MAX_QUOTED` characters."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    text = f"{type(error).__name__}: {lines[-1] if lines else ''}"
+    return text if len(text) <= MAX_QUOTED else text[:MAX_QUOTED] + "..."
+
+
+def _check_weights(expected: Mapping[str, Any], given: Mapping[Any, Any]) -> None:
+    """Raises unless ``given`` has exactly ``expected``'s keys, and tensors of the same shapes and dtypes."""
+    where = "RayCollector.update_policy_weights_"
+    for key, want in expected.items():
+        if key not in given:
+            shape = f" (shape {tuple(want.shape)})" if isinstance(want, torch.Tensor) else ""
+            raise ValueError(f"{where}: the weights lack key {key!r}{shape} of the policy's state dict; nothing was sent")
+    for key in given:
+        if key not in expected:
+            raise ValueError(f"{where}: key {quoted(key)} is not in the policy's state dict (its keys: "
+                             f"{quoted(list(expected))}); nothing was sent")
+    for key, want in expected.items():
+        got = given[key]
+        if not isinstance(want, torch.Tensor):
+            continue  # extra state: the policy's own business
+        if not isinstance(got, torch.Tensor):
+            raise TypeError(f"{where}: weights[{key!r}]: expected a tensor of shape {tuple(want.shape)}, "
+                            f"got {type(got).__name__}: {quoted(got)}; nothing was sent")
+        if got.shape != want.shape:
+            raise ValueError(f"{where}: weights[{key!r}]: expected shape {tuple(want.shape)}, got "
+                             f"{tuple(got.shape)}; nothing was sent")
+        if got.dtype != want.dtype:
+            raise TypeError(f"{where}: weights[{key!r}]: expected dtype {want.dtype}, got {got.dtype}; nothing was sent")
 
 
 def _import_ray() -> Any:
@@ -108,7 +163,11 @@ class CollectorActor:
             ray = _import_ray()
             holder, version = ray.get(weights_board.latest.remote())
             if version:
-                self.set_weights(ray.get(holder[0]), version)
+                try:
+                    self.set_weights(ray.get(holder[0]), version)
+                except Exception as err:  # the cause, not Ray's "the actor died", is what the driver reports
+                    raise RuntimeError(f"actor {worker_id} could not load the weights of policy_version {version}: "
+                                       f"{_summary(err)}") from err
 
     def pid(self) -> int:
         """The actor's process id."""
@@ -160,10 +219,12 @@ class _Worker:
     restarting: bool = False  # failed; waiting for Ray's restart before asking for batches again
     probe: Any = None  # a pid() request telling when the restarted actor answers
     retry_at: float = 0.0
+    started: float = 0.0  # when the actor began the batch at the head of ``pending`` (for batch_timeout_s)
     frames: int = 0
     seconds: float = 0.0
     last_error: str = ""
     pending: list[_Request] = field(default_factory=list)
+    weight_calls: list[tuple[int, Any]] = field(default_factory=list)  # (version, set_weights ref) not checked yet
 
 
 class RayCollector(DataCollectorBase):
@@ -183,6 +244,9 @@ class RayCollector(DataCollectorBase):
         remote_configs: Ray options of the actors (default ``{"num_cpus": 1}``).
         max_worker_restarts: how many times each actor may be restarted.
         ignore_worker_failures: past the budget, go on without the actor instead of raising.
+        batch_timeout_s: an actor whose batch takes longer than this many seconds is taken to
+            hang, and is killed and restarted as a dead one is (past the budget, the error says
+            it timed out); ``None``: wait for ever. Default :data:`DEFAULT_BATCH_TIMEOUT_S`.
 
     Examples:
         The module's example runs one; the arguments are checked before Ray starts:
@@ -191,6 +255,10 @@ class RayCollector(DataCollectorBase):
         Traceback (most recent call last):
         ...
         ValueError: RayCollector: 2 env factories for num_collectors=3; give one per actor
+        >>> RayCollector(print, None, frames_per_batch=10, batch_timeout_s=float("nan"))
+        Traceback (most recent call last):
+        ...
+        ValueError: RayCollector: batch_timeout_s must be None or a finite number of seconds > 0, got nan
     """
 
     def __init__(
@@ -208,6 +276,7 @@ class RayCollector(DataCollectorBase):
         remote_configs: Mapping[str, Any] | None = None,
         max_worker_restarts: int = 3,
         ignore_worker_failures: bool = False,
+        batch_timeout_s: float | None = DEFAULT_BATCH_TIMEOUT_S,
     ) -> None:
         self.frames_per_batch, self.total_frames, _ = _check_frames(frames_per_batch, total_frames, 0)
         factories = list(create_env_fn) if isinstance(create_env_fn, Sequence) else None
@@ -223,6 +292,13 @@ class RayCollector(DataCollectorBase):
             )
         if isinstance(max_worker_restarts, bool) or not isinstance(max_worker_restarts, int) or max_worker_restarts < 0:
             raise ValueError(f"RayCollector: max_worker_restarts must be an int >= 0, got {max_worker_restarts!r}")
+        if batch_timeout_s is not None:
+            if isinstance(batch_timeout_s, bool) or not isinstance(batch_timeout_s, (int, float)):
+                raise TypeError(f"RayCollector: batch_timeout_s must be None or a number of seconds, got "
+                                f"{type(batch_timeout_s).__name__}: {quoted(batch_timeout_s)}")
+            if not math.isfinite(batch_timeout_s) or batch_timeout_s <= 0:
+                raise ValueError(f"RayCollector: batch_timeout_s must be None or a finite number of seconds > 0, "
+                                 f"got {batch_timeout_s!r}")
         kwargs = dict(collector_kwargs or {})
         for reserved in ("total_frames", "frames_per_batch"):
             if reserved in kwargs:
@@ -236,6 +312,7 @@ class RayCollector(DataCollectorBase):
         self.sync = bool(sync)
         self.max_worker_restarts = max_worker_restarts
         self.ignore_worker_failures = ignore_worker_failures
+        self.batch_timeout_s = None if batch_timeout_s is None else float(batch_timeout_s)
         self.policy_version = 0
         self._weights_ref: Any = None
         self._frames = 0
@@ -297,21 +374,50 @@ class RayCollector(DataCollectorBase):
     def update_policy_weights_(self, policy_or_weights: Any = None) -> None:
         """Sends every actor the policy's weights (put in the object store once).
 
+        The weights are checked first against the policy's own state dict: the same keys,
+        and tensors of the same shapes and dtypes; anything else is refused before anything
+        is sent, and ``policy_version`` stays as it was. An actor that fails to load them
+        all the same makes the iterator raise (see the module).
+
         Args:
-            policy_or_weights: a module or a state dict; default: the policy given at construction.
+            policy_or_weights: a module, a TensorDict of its parameters or a state dict;
+                default: the policy given at construction.
+
+        Raises:
+            ValueError: a key missing or unknown, or a tensor of the wrong shape (named).
+            TypeError: a value that is not a tensor, or of the wrong dtype (named); weights
+                for a policy that is not a ``torch.nn.Module`` (it has none to take).
+            RuntimeError: called after :meth:`shutdown`.
+
+        Examples:
+            The module's example shows a refusal (it needs Ray and a collector).
         """
+        if self._closed:
+            raise RuntimeError("RayCollector.update_policy_weights_: called after shutdown()")
+        if not isinstance(self.policy, torch.nn.Module):
+            if policy_or_weights is None:
+                return  # no module, no weights: nothing to do (as SyncDataCollector)
+            raise TypeError(f"RayCollector.update_policy_weights_: the collector's policy is a "
+                            f"{type(self.policy).__name__}, not a torch.nn.Module: it has no weights to update")
         source = self.policy if policy_or_weights is None else policy_or_weights
-        if source is None:
-            return
-        weights = source.state_dict() if isinstance(source, torch.nn.Module) else dict(source)
+        if isinstance(source, torch.nn.Module):
+            weights = dict(source.state_dict())
+        elif isinstance(source, TensorDictBase):
+            weights = dict(source.flatten_keys(".").items())  # from_module's nesting, as state dict names
+        elif isinstance(source, Mapping):
+            weights = dict(source)
+        else:
+            raise TypeError(f"RayCollector.update_policy_weights_: policy_or_weights must be a torch.nn.Module, a "
+                            f"TensorDict or a state dict, got {type(source).__name__}: {quoted(source)}")
+        _check_weights(self.policy.state_dict(), weights)
         weights = {key: value.detach().to("cpu") if isinstance(value, torch.Tensor) else value
                    for key, value in weights.items()}
         self.policy_version += 1
         self._weights_ref = self._ray.put(weights)
         self._board.publish.remote([self._weights_ref], self.policy_version)
         for worker in self._workers:
-            if worker.live:
-                worker.actor.set_weights.remote(self._weights_ref, self.policy_version)
+            if worker.live and not worker.restarting:  # a restarting one is sent them when it answers
+                self._send_weights(worker)
 
     def stats(self) -> dict[str, Any]:
         """Frames delivered and lost, restarts and frames per second, per actor."""
@@ -327,6 +433,8 @@ class RayCollector(DataCollectorBase):
 
     # --------------------------------------------------------------- requests
     def _ask(self, worker: _Worker) -> None:
+        if not worker.pending:  # the actor is idle: it starts on this one now
+            worker.started = time.monotonic()
         worker.pending.append(_Request(worker.index, worker.actor.next_batch.remote()))
 
     def _receive(self, request: _Request) -> TensorDictBase | None:
@@ -335,6 +443,7 @@ class RayCollector(DataCollectorBase):
         worker = self._workers[request.worker]
         if request in worker.pending:
             worker.pending.remove(request)
+            worker.started = time.monotonic()  # the actor is on its next request since (or soon after) this one
         try:
             batch, seconds, pid = ray.get(request.ref)
         except ray.exceptions.RayTaskError as err:  # the collector raised: the actor starts afresh
@@ -358,6 +467,7 @@ class RayCollector(DataCollectorBase):
         if kill:
             self._ray.kill(worker.actor, no_restart=False)
         worker.pending.clear()  # its queued requests are lost with it
+        worker.weight_calls.clear()  # and so are its weights: a restarted actor is sent the latest
         worker.restarting, worker.probe, worker.retry_at = True, None, time.monotonic()
         worker.life += 1
         worker.last_error = cause
@@ -372,7 +482,9 @@ class RayCollector(DataCollectorBase):
         except ray.exceptions.ActorUnavailableError:  # still starting: ask again shortly
             worker.retry_at = time.monotonic() + 0.05
             return
-        except ray.exceptions.RayActorError:
+        except ray.exceptions.RayActorError as err:
+            if "could not load the weights" in str(err):  # its restart died on them: that is the cause to report
+                worker.last_error += f"; then its restart failed: {_summary(err)}"
             self._give_up(worker)
             return
         if pid == worker.pid:  # the old process, not killed yet
@@ -384,7 +496,43 @@ class RayCollector(DataCollectorBase):
     def _send_weights(self, worker: _Worker) -> None:
         """The latest weights for a restarted actor (it read them when it started; they may have changed since)."""
         if self._weights_ref is not None:  # calls go out in order: before its next batch
-            worker.actor.set_weights.remote(self._weights_ref, self.policy_version)
+            ref = worker.actor.set_weights.remote(self._weights_ref, self.policy_version)
+            worker.weight_calls.append((self.policy_version, ref))
+
+    def _check_weight_calls(self) -> None:
+        """Raises if an actor failed to load weights sent to it (checked as the calls come back)."""
+        ray = self._ray
+        calls = [(worker, call) for worker in self._workers if worker.live for call in worker.weight_calls]
+        if not calls:
+            return
+        done = set(ray.wait([ref for _, (_, ref) in calls], num_returns=len(calls), timeout=0)[0])
+        for worker, (version, ref) in calls:
+            if ref not in done:
+                continue
+            worker.weight_calls.remove((version, ref))
+            try:
+                ray.get(ref)
+            except ray.exceptions.RayTaskError as err:
+                raise RuntimeError(f"RayCollector: actor {worker.index} could not load the weights of policy_version "
+                                   f"{version}: {_summary(err.cause)}") from None
+            except ray.exceptions.RayActorError:  # it died: its batches tell, and its restart gets the latest weights
+                pass
+
+    def _check_timeouts(self) -> None:
+        """Kills (for Ray to restart) the actors whose batch has taken longer than ``batch_timeout_s``."""
+        if self.batch_timeout_s is None:
+            return
+        now = time.monotonic()
+        for worker in self._workers:
+            if worker.live and not worker.restarting and self._hung(worker, now):
+                self._failed(worker, f"its batch timed out after {self.batch_timeout_s:g} s "
+                                     f"(batch_timeout_s={self.batch_timeout_s})", kill=True)
+
+    def _hung(self, worker: _Worker, now: float) -> bool:
+        """Whether the actor's batch in the making is past ``batch_timeout_s`` (and not done)."""
+        if self.batch_timeout_s is None or not worker.pending or now - worker.started <= self.batch_timeout_s:
+            return False
+        return not self._ray.wait([worker.pending[0].ref], timeout=0)[0]
 
     def _give_up(self, worker: _Worker) -> None:
         """Past the restart budget: raise, or go on without the actor."""
@@ -403,6 +551,8 @@ class RayCollector(DataCollectorBase):
         and handles the first event: a batch (returned with its actor), or a failure or an
         answered probe (None)."""
         ray = self._ray
+        self._check_weight_calls()
+        self._check_timeouts()
         now = time.monotonic()
         events: dict[Any, tuple[_Worker, _Request | None]] = {}
         for worker in self._workers:
@@ -457,19 +607,34 @@ class RayCollector(DataCollectorBase):
 
     # --------------------------------------------------------------- shutdown
     def shutdown(self) -> None:
-        """Closes every actor's collector, kills the actors, and stops Ray if it started it."""
+        """Closes every actor's collector, kills the actors, and stops Ray if it started it.
+
+        The requests still queued are cancelled, and the actors get :data:`SHUTDOWN_TIMEOUT_S`
+        seconds (or ``batch_timeout_s`` if shorter), all together, to close; an actor that
+        hangs (past ``batch_timeout_s`` already, or still busy then) is killed without more waiting.
+        """
         if self._closed:
             return
         self._closed = True
         ray = self._ray
+        now = time.monotonic()
+        closing = []
         for worker in self._workers:
-            if worker.live:
+            if not worker.live or worker.restarting or self._hung(worker, now):
+                continue  # nothing to close gracefully: killed below
+            for request in worker.pending:  # queued batches nobody will take: not worth waiting for
                 try:
-                    ray.get(worker.actor.shutdown.remote(), timeout=30)
-                except Exception:  # noqa: BLE001 - an actor that cannot close is killed below all the same
+                    ray.cancel(request.ref)
+                except Exception:  # noqa: BLE001 - a request that cannot be cancelled is only waited for
                     pass
+            closing.append(worker.actor.shutdown.remote())
+        grace = SHUTDOWN_TIMEOUT_S if self.batch_timeout_s is None else min(SHUTDOWN_TIMEOUT_S, self.batch_timeout_s)
+        if closing:
+            ray.wait(closing, num_returns=len(closing), timeout=grace)
+        for worker in self._workers:
             ray.kill(worker.actor, no_restart=True)
             worker.live = False
+            worker.pending.clear()
         ray.kill(self._board, no_restart=True)
         if self._owns_ray:
             ray.shutdown()

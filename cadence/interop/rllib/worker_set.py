@@ -41,7 +41,11 @@ called. A worker that is dead for good (restarts off or spent) makes the call ra
 Where RLlib keeps such a worker silently "unhealthy", Cadence says so.
 
 RLlib's old names (``recreate_failed_workers``, ``ignore_worker_failures``, ...) are refused
-with the new name, as Ray 2.60 does.
+with the new name, as Ray 2.60 does; the values are checked when the set is built (finite,
+and not negative; the probe timeout above 0), before any worker starts.
+
+After :meth:`WorkerSet.stop` the set is done with: every method but ``stop`` raises a
+``RuntimeError`` saying so (and ``stop`` again does nothing).
 
 Examples:
     >>> import gymnasium as gym
@@ -56,12 +60,14 @@ Examples:
 from __future__ import annotations
 
 import importlib
+import math
 import os
 import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from cadence._utils import quoted
 from cadence.interop.rllib.batch_concat import concat_samples
 from cadence.interop.rllib.callbacks import DefaultCallbacks
 from cadence.interop.rllib.multi_agent_batch import MultiAgentBatch
@@ -118,22 +124,30 @@ def _fault_config(config: Mapping[str, Any]) -> tuple[int, float, dict[str, Any]
     cpus = _one_of(config, _CPU_KEYS, 1, problems)
     faults = {key: config.get(key, default) for key, default in FAULT_DEFAULTS.items()}
     if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
-        problems.append(f"num_workers: expected an int >= 0, got {num_workers!r}")
-    if isinstance(cpus, bool) or not isinstance(cpus, (int, float)) or cpus < 0:
-        problems.append(f"num_cpus_per_worker: expected a number >= 0, got {cpus!r}")
+        problems.append(f"num_workers: expected an int >= 0, got {quoted(num_workers)}")
+    if not _finite_number(cpus) or cpus < 0:
+        problems.append(f"num_cpus_per_worker: expected a finite number >= 0, got {quoted(cpus)}")
     for key in ("restart_failed_env_runners", "ignore_env_runner_failures"):
         if not isinstance(faults[key], bool):
-            problems.append(f"{key}: expected a bool, got {faults[key]!r}")
+            problems.append(f"{key}: expected a bool, got {quoted(faults[key])}")
     restarts = faults["max_num_env_runner_restarts"]
     if isinstance(restarts, bool) or not isinstance(restarts, int) or restarts < 0:
-        problems.append(f"max_num_env_runner_restarts: expected an int >= 0, got {restarts!r}")
-    for key in ("delay_between_env_runner_restarts_s", "env_runner_health_probe_timeout_s"):
-        value = faults[key]
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-            problems.append(f"{key}: expected a number of seconds >= 0, got {value!r}")
+        problems.append(f"max_num_env_runner_restarts: expected an int >= 0, got {quoted(restarts)}")
+    delay = faults["delay_between_env_runner_restarts_s"]
+    if not _finite_number(delay) or delay < 0:  # 0: restart at once
+        problems.append(f"delay_between_env_runner_restarts_s: expected a finite number of seconds >= 0, "
+                        f"got {quoted(delay)}")
+    probe = faults["env_runner_health_probe_timeout_s"]
+    if not _finite_number(probe) or probe <= 0:  # 0 would give up on a restart before it could answer
+        problems.append(f"env_runner_health_probe_timeout_s: expected a finite number of seconds > 0, "
+                        f"got {quoted(probe)}")
     if problems:
         raise ValueError("WorkerSet: bad config: " + "; ".join(problems))
     return num_workers, cpus, faults
+
+
+def _finite_number(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
 
 
 class _RemoteRolloutWorker(RolloutWorker):
@@ -183,7 +197,7 @@ class WorkerSet:
         ...                                      "delay_between_env_runner_restarts_s": -1})
         Traceback (most recent call last):
         ...
-        ValueError: WorkerSet: bad config: 'recreate_failed_workers' is RLlib's old name; use 'restart_failed_env_runners'; delay_between_env_runner_restarts_s: expected a number of seconds >= 0, got -1
+        ValueError: WorkerSet: bad config: 'recreate_failed_workers' is RLlib's old name; use 'restart_failed_env_runners'; delay_between_env_runner_restarts_s: expected a finite number of seconds >= 0, got -1
         >>> WorkerSet(env_creator=print, local_worker=False)
         Traceback (most recent call last):
         ...
@@ -215,6 +229,7 @@ class WorkerSet:
         self._remotes: list[_Remote] = []
         self._ray: Any = None
         self._owns_ray = False
+        self._stopped = False
         if self.num_workers:
             self._start_remotes(worker_args, cpus)
 
@@ -241,6 +256,11 @@ class WorkerSet:
                 raise RuntimeError(f"WorkerSet: remote worker {record.index} could not be built: "
                                    f"{lines[-1] if lines else type(err).__name__}") from None
 
+    def _check_running(self, method: str) -> None:
+        """Raises once the set is stopped: its workers are gone, and Ray may be too."""
+        if self._stopped:
+            raise RuntimeError(f"WorkerSet.{method}: the set is stopped (stop() was called); build a new WorkerSet")
+
     # ----------------------------------------------------------------- access
     def local_worker(self) -> RolloutWorker | None:
         """The worker in this process (``None`` with ``local_worker=False``).
@@ -252,6 +272,7 @@ class WorkerSet:
             >>> workers.local_worker().worker_index
             0
         """
+        self._check_running("local_worker")
         return self._local
 
     def remote_workers(self) -> list[Any]:
@@ -264,6 +285,7 @@ class WorkerSet:
             >>> workers.remote_workers()
             []
         """
+        self._check_running("remote_workers")
         return [record.actor for record in self._remotes]
 
     def healthy_worker_ids(self) -> list[int]:
@@ -276,6 +298,7 @@ class WorkerSet:
             >>> workers.healthy_worker_ids()
             []
         """
+        self._check_running("healthy_worker_ids")
         return [record.index for record in self._remotes if record.healthy]
 
     def num_remote_workers(self) -> int:
@@ -288,6 +311,7 @@ class WorkerSet:
             >>> workers.num_remote_workers()
             0
         """
+        self._check_running("num_remote_workers")
         return len(self._remotes)
 
     def num_healthy_remote_workers(self) -> int:
@@ -300,6 +324,7 @@ class WorkerSet:
             >>> workers.num_healthy_remote_workers()
             0
         """
+        self._check_running("num_healthy_remote_workers")
         return len(self.healthy_worker_ids())
 
     def num_remote_worker_restarts(self) -> int:
@@ -312,6 +337,7 @@ class WorkerSet:
             >>> workers.num_remote_worker_restarts()
             0
         """
+        self._check_running("num_remote_worker_restarts")
         return sum(record.restarts for record in self._remotes)
 
     def worker_pids(self) -> dict[int, int]:
@@ -324,6 +350,7 @@ class WorkerSet:
             >>> workers.worker_pids()
             {}
         """
+        self._check_running("worker_pids")
         return {record.index: record.pid for record in self._remotes if record.healthy}
 
     # ------------------------------------------------------------------ calls
@@ -358,6 +385,7 @@ class WorkerSet:
             >>> workers.foreach_worker(lambda worker: worker.env.spec.id)
             ['CartPole-v1']
         """
+        self._check_running("foreach_worker")
         self._restore(wait=False)
         wanted = None if remote_worker_ids is None else set(remote_worker_ids)
         callable_now = [record for record in self._remotes
@@ -401,6 +429,7 @@ class WorkerSet:
             >>> workers = WorkerSet(env_creator=lambda ctx: gym.make("CartPole-v1"), default_policy_class=PPOTorchPolicy)
             >>> workers.sync_weights(policies=["default_policy"])  # no remote worker here: nothing to send
         """
+        self._check_running("sync_weights")
         source = self._local if from_worker is None else from_worker
         if source is None:
             raise ValueError("WorkerSet.sync_weights: no local worker to take the weights from; pass from_worker")
@@ -512,6 +541,7 @@ class WorkerSet:
             >>> workers.probe_unhealthy_workers()
             []
         """
+        self._check_running("probe_unhealthy_workers")
         return self._restore(wait=True, timeout_s=timeout_seconds)
 
     def stop(self) -> None:
@@ -522,7 +552,14 @@ class WorkerSet:
             >>> from cadence.interop.rllib.policy import RandomPolicy
             >>> workers = WorkerSet(env_creator=lambda ctx: gym.make("CartPole-v1"), default_policy_class=RandomPolicy)
             >>> workers.stop()
+            >>> workers.foreach_worker(lambda worker: worker.worker_index)
+            Traceback (most recent call last):
+            ...
+            RuntimeError: WorkerSet.foreach_worker: the set is stopped (stop() was called); build a new WorkerSet
         """
+        if self._stopped:
+            return
+        self._stopped = True
         if self._local is not None:
             self._local.stop()
         ray = self._ray
@@ -573,6 +610,9 @@ def synchronous_parallel_sample(
     """
     if max_agent_steps is not None and max_env_steps is not None:
         raise ValueError("synchronous_parallel_sample: give max_agent_steps or max_env_steps, not both")
+    if worker_set._stopped:
+        raise RuntimeError("synchronous_parallel_sample: the WorkerSet is stopped (stop() was called); "
+                           "build a new WorkerSet")
     target = max_agent_steps if max_agent_steps is not None else max_env_steps
     batches: list[SampleBatch | MultiAgentBatch] = []
     collected = 0

@@ -8,7 +8,9 @@ in this order.
 
 from __future__ import annotations
 
+import math
 import os
+import re
 import signal
 import time
 from collections.abc import Iterator
@@ -54,6 +56,36 @@ def test_bad_fault_keys_are_named_together_and_old_names_point_to_the_new_ones()
     assert "num_workers and num_env_runners disagree" in message
     assert "restart_failed_env_runners: expected a bool, got 'yes'" in message
     assert "max_num_env_runner_restarts: expected an int >= 0, got -1" in message
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    ("delay_between_env_runner_restarts_s", math.nan), ("delay_between_env_runner_restarts_s", math.inf),
+    ("delay_between_env_runner_restarts_s", -0.5), ("env_runner_health_probe_timeout_s", math.nan),
+    ("env_runner_health_probe_timeout_s", math.inf), ("env_runner_health_probe_timeout_s", 0),
+    ("env_runner_health_probe_timeout_s", -1.0), ("num_cpus_per_worker", math.nan), ("num_cpus_per_worker", math.inf),
+    ("max_num_env_runner_restarts", math.inf), ("max_num_env_runner_restarts", 2.5),
+])
+def test_fault_values_that_are_not_finite_or_out_of_range_are_refused_before_any_worker_starts(key: str,
+                                                                                               value: float) -> None:
+    with pytest.raises(ValueError, match=rf"{key}: expected .*, got {re.escape(repr(value))}$"):
+        WorkerSet(env_creator=cartpole, default_policy_class=RandomPolicy, config={"num_workers": 2, key: value})
+
+
+def test_every_method_of_a_stopped_set_raises_at_once() -> None:
+    workers = WorkerSet(env_creator=cartpole, default_policy_class=RandomPolicy)
+    workers.stop()
+    workers.stop()  # again: nothing to do
+    calls = {"local_worker": workers.local_worker, "remote_workers": workers.remote_workers,
+             "healthy_worker_ids": workers.healthy_worker_ids, "num_remote_workers": workers.num_remote_workers,
+             "num_healthy_remote_workers": workers.num_healthy_remote_workers,
+             "num_remote_worker_restarts": workers.num_remote_worker_restarts, "worker_pids": workers.worker_pids,
+             "foreach_worker": lambda: workers.foreach_worker(lambda w: w), "sync_weights": workers.sync_weights,
+             "probe_unhealthy_workers": workers.probe_unhealthy_workers}
+    for name, call in calls.items():
+        with pytest.raises(RuntimeError, match=rf"WorkerSet\.{name}: the set is stopped"):
+            call()
+    with pytest.raises(RuntimeError, match="synchronous_parallel_sample: the WorkerSet is stopped"):
+        synchronous_parallel_sample(worker_set=workers)
 
 
 def test_without_remote_workers_the_local_worker_samples_and_ray_is_not_started() -> None:
@@ -137,11 +169,17 @@ def test_past_the_restart_budget_the_set_raises_one_clear_error(workers: WorkerS
         synchronous_parallel_sample(worker_set=workers)
 
 
-def test_stop_leaves_no_worker_process(workers: WorkerSet) -> None:
+def test_stop_leaves_no_worker_process_and_the_stopped_set_refuses_at_once(workers: WorkerSet) -> None:
     pids = list(workers.worker_pids().values())
     assert len(pids) == 1  # worker 2 is gone for good
     workers.stop()
     assert all(not alive(pid) for pid in pids)
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="synchronous_parallel_sample: the WorkerSet is stopped"):
+        synchronous_parallel_sample(worker_set=workers)
+    with pytest.raises(RuntimeError, match=r"WorkerSet\.foreach_worker: the set is stopped"):
+        workers.foreach_worker(lambda w: w.worker_index)
+    assert time.monotonic() - started < 5  # a generous bound (no speed is asserted): no probe was waited for
 
 
 def test_without_restarts_failures_are_ignored_until_no_worker_is_left(local_ray: Any) -> None:
