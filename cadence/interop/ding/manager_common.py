@@ -53,11 +53,33 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from cadence._utils import quoted
 from cadence.envs.worker_errors import WorkerDiedError, WorkerException, WorkerTimeoutError
 from cadence.interop.ding.data import BaseEnvTimestep
 
 
-__all__ = ["EnvManagerError", "EnvState", "Seed", "is_abnormal_timestep"]
+__all__ = ["MAX_TIMEOUT_S", "EnvManagerError", "EnvState", "Seed", "is_abnormal_timestep", "seconds_are_valid"]
+
+#: the longest timeout or wait a manager takes (one day): a wait longer than that is a hang,
+#: and ``inf`` would overflow the waits it bounds (and then be reported as env 0 failing)
+MAX_TIMEOUT_S = 86_400.0
+
+
+def seconds_are_valid(value: Any, allow_none: bool, allow_zero: bool) -> bool:
+    """Whether ``value`` is a finite number of seconds within ``(0, MAX_TIMEOUT_S]``
+    (``[0, ...]`` with ``allow_zero``), or ``None`` where that is allowed.
+
+    Examples:
+        >>> seconds_are_valid(2.5, allow_none=False, allow_zero=False)
+        True
+        >>> seconds_are_valid(float("inf"), allow_none=True, allow_zero=True)
+        False
+    """
+    if value is None:
+        return allow_none
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return False
+    return (value >= 0 if allow_zero else value > 0) and value <= MAX_TIMEOUT_S
 
 # A seed as the managers hand it to an env: (seed, dynamic_seed); dynamic_seed None means
 # "call env.seed(seed)" and let the env's own default decide, as DI-engine does.
@@ -154,7 +176,7 @@ def _check_config(cfg: Mapping[str, Any], manager: str) -> None:
     """Refuses values that DI-engine would trip over later (or silently misuse)."""
 
     def fail(key: str, expected: str) -> None:
-        raise ValueError(f"{manager} config: {key} must be {expected}, got {cfg[key]!r}")
+        raise ValueError(f"{manager} config: {key} must be {expected}, got {quoted(cfg[key])}")
 
     episode_num = cfg["episode_num"]
     if isinstance(episode_num, bool) or not isinstance(episode_num, numbers.Real) or not episode_num >= 1:
@@ -167,12 +189,10 @@ def _check_config(cfg: Mapping[str, Any], manager: str) -> None:
     if not isinstance(cfg["auto_reset"], (bool, np.bool_)):
         fail("auto_reset", "a bool")
     for key in ("step_timeout", "reset_timeout"):
-        value = cfg[key]
-        if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0):
-            fail(key, "None (no timeout) or a positive number of seconds")
-    wait = cfg["retry_waiting_time"]
-    if isinstance(wait, bool) or not isinstance(wait, numbers.Real) or not wait >= 0:
-        fail("retry_waiting_time", "a number of seconds >= 0")
+        if not seconds_are_valid(cfg[key], allow_none=True, allow_zero=False):
+            fail(key, f"None (no timeout) or a number of seconds in (0, {MAX_TIMEOUT_S:g}]")
+    if not seconds_are_valid(cfg["retry_waiting_time"], allow_none=False, allow_zero=True):
+        fail("retry_waiting_time", f"a number of seconds in [0, {MAX_TIMEOUT_S:g}]")
 
 
 # ---------------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from cadence._utils import quoted
 from cadence.envs.worker_errors import RemoteError, WorkerError, WorkerException, WorkerTimeoutError
 from cadence.envs.workers import WorkerPool
 from cadence.interop.ding.data import BaseEnvTimestep
@@ -46,7 +47,9 @@ from cadence.interop.ding.manager_common import (
     _demo_env_fns,  # noqa: F401 - the examples use it
     _describe,
     _describe_exit,
+    MAX_TIMEOUT_S,
     is_abnormal_timestep,
+    seconds_are_valid,
 )
 from cadence.interop.ding.managers import BaseEnvManager
 
@@ -242,14 +245,11 @@ class AsyncSubprocessEnvManager(BaseEnvManager):
             raise ValueError(f"{name} config: wait_num must be an int >= 1 or float('inf'), got {wait_num!r}")
         for key, allow_zero in (("step_wait_timeout", True), ("connect_timeout", False)):
             value = cfg[key]
-            ok = value is None or (
-                not isinstance(value, bool)
-                and isinstance(value, numbers.Real)
-                and (value >= 0 if allow_zero else value > 0)
-            )
-            if not ok:
-                bound = ">= 0" if allow_zero else "> 0"
-                raise ValueError(f"{name} config: {key} must be None or a number of seconds {bound}, got {value!r}")
+            if not seconds_are_valid(value, allow_none=True, allow_zero=allow_zero):
+                bounds = f"[0, {MAX_TIMEOUT_S:g}]" if allow_zero else f"(0, {MAX_TIMEOUT_S:g}]"
+                raise ValueError(
+                    f"{name} config: {key} must be None or a number of seconds in {bounds}, got {quoted(value)}"
+                )
 
     # -- properties --------------------------------------------------------------------
 

@@ -90,6 +90,7 @@ class CheckedColumns(dict):
             if key == self.SEQ_LENS:
                 if value is None or (isinstance(value, (list, tuple)) and len(value) == 0):
                     continue
+                _check_seq_lens(value)  # before the int32 conversion, which would truncate 2.5 to 2
                 out[key] = np.asarray(value, dtype=np.int32) if isinstance(value, (list, tuple)) else value
             else:
                 out[key] = as_column(key, value)
@@ -251,3 +252,19 @@ class CheckedColumns(dict):
         dict.clear(self)
         self.intercepted_values.clear()
         self.count = 0
+
+
+def _check_seq_lens(seq_lens: Any) -> None:
+    """Raises naming ``seq_lens`` unless it is a 1-D array of integer lengths >= 0 (negative
+    lengths can sum to the row count and pass every other check)."""
+    lengths = np.asarray(seq_lens.cpu() if hasattr(seq_lens, "cpu") else seq_lens)
+    if lengths.ndim != 1 or lengths.dtype.kind not in "iu":
+        raise ValueError(
+            f"'seq_lens' must be a 1-D array of integer sequence lengths, got shape {lengths.shape} and dtype "
+            f"{lengths.dtype}"
+        )
+    negative = np.flatnonzero(lengths < 0)
+    if negative.size:
+        raise ValueError(
+            f"'seq_lens' must hold lengths >= 0, got {int(lengths[negative[0]])} at index {int(negative[0])}"
+        )

@@ -28,7 +28,15 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-__all__ = ["chop_into_sequences"]
+from cadence._utils import quoted
+
+__all__ = ["MAX_PADDED_ROWS", "MAX_SEQ_LEN", "chop_into_sequences"]
+
+#: the longest sequence (``max_seq_len``, and ``_extra_padding``): lengths are int32, and a
+#: padded batch is ``NUM_SEQUENCES * MAX_SEQ_LEN`` rows
+MAX_SEQ_LEN = 100_000
+#: the most rows a padded column may hold (each sequence padded to the longest)
+MAX_PADDED_ROWS = 100_000_000
 
 
 def _flatten(nest: Any) -> list[Any]:
@@ -45,9 +53,13 @@ def _flatten(nest: Any) -> list[Any]:
 
 def _int_arg(name: str, value: Any, minimum: int) -> int:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"chop_into_sequences: {name} must be an int >= {minimum}, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"chop_into_sequences: {name} must be an int >= {minimum}, got {value}")
+        raise TypeError(
+            f"chop_into_sequences: {name} must be an int in [{minimum}, {MAX_SEQ_LEN}], got {quoted(value)}"
+        )
+    if not minimum <= value <= MAX_SEQ_LEN:
+        raise ValueError(
+            f"chop_into_sequences: {name} must be an int in [{minimum}, {MAX_SEQ_LEN}] (MAX_SEQ_LEN), got {value}"
+        )
     return int(value)
 
 
@@ -102,6 +114,11 @@ def _checked_seq_lens(seq_lens: ArrayLike) -> np.ndarray:
         raise ValueError(
             f"chop_into_sequences: seq_lens must all be >= 1, got {given.min()} at "
             f"position {int(given.argmin())}"
+        )
+    if (given > MAX_SEQ_LEN).any():  # int32 lengths, and bounded padding
+        raise ValueError(
+            f"chop_into_sequences: seq_lens must all be <= MAX_SEQ_LEN={MAX_SEQ_LEN}, got {given.max()} at "
+            f"position {int(given.argmax())}"
         )
     return given.astype(np.int32)
 
@@ -241,6 +258,11 @@ def chop_into_sequences(
         np.arange(num_seqs, dtype=np.int64) * max_seq_len - seq_starts, lens
     ) + np.arange(total, dtype=np.int64)
     padded_length = num_seqs * max_seq_len
+    if padded_length > MAX_PADDED_ROWS:  # before any column is allocated
+        raise ValueError(
+            f"chop_into_sequences: {num_seqs} sequences padded to {max_seq_len} steps make {padded_length} rows "
+            f"per column, more than MAX_PADDED_ROWS={MAX_PADDED_ROWS}"
+        )
 
     feature_sequences: list[Any] = []
     for column, col in enumerate(feature_columns):

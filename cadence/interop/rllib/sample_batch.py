@@ -607,12 +607,15 @@ class SampleBatch(CheckedColumns):
         Views are any objects with ``data_col``, ``shift`` and ``used_for_compute_actions``
         attributes, such as ``ViewRequirement``.
 
-        A view with a list or range shift (``ViewRequirement`` only) gets its window at
-        that step, ``[1, len(shift), ...]``, from the batch's ``data_col`` (``obs`` extended
-        by the last ``new_obs``), zeros before the batch's first row.
+        A view with a list or range shift gets its window at that step,
+        ``[1, len(shift), ...]``, from the batch's ``data_col`` (``obs`` extended by the last
+        ``new_obs``), zeros before the batch's first row.
 
         Raises:
             TypeError: ``index`` is neither ``"last"`` nor an int.
+            ValueError: a shift that reaches further than
+                :data:`~cadence.interop.rllib.view_requirement.MAX_SHIFT` steps (checked
+                as ``ViewRequirement`` checks it, before anything is allocated).
 
         Examples:
             >>> import numpy as np
@@ -647,7 +650,10 @@ class SampleBatch(CheckedColumns):
         return SampleBatch(out, seq_lens=np.ones(1, dtype=np.int32))
 
     def _window_at(self, view_col: str, view: Any, data_col: str, index: Union[str, int]) -> Any:
-        from cadence.interop.rllib.view_requirement import episode_view
+        from cadence.interop.rllib.view_requirement import ViewRequirement, episode_view
+
+        if not isinstance(view, ViewRequirement):  # a view-like object: its shift parsed (and bounded) as a view's
+            view = ViewRequirement(data_col, shift=view.shift)
 
         column = self[data_col]
         if data_col == self.OBS and self.NEXT_OBS in self:  # the step after the last reads new_obs

@@ -34,17 +34,24 @@ import gymnasium as gym
 import numpy as np
 from numpy.typing import ArrayLike
 
+from cadence._utils import quoted
+
 __all__ = [
     "ViewRequirement",
     "check_inference_view",
     "episode_view",
     "inference_view_requirements",
+    "MAX_SHIFT",
     "num_view_steps",
     "parse_shift",
     "view_changes",
 ]
 
 ShiftType = int | str | Sequence[int]
+
+#: the farthest step a view may reach back or ahead: a collector keeps that many steps per
+#: env for it, so a shift such as ``"-3000000000:0"`` would allocate without bound
+MAX_SHIFT = 10_000
 
 _SHIFT_HELP = (
     "an int, a non-empty list of ints, or a range string 'a:b' (or 'a:b:step') "
@@ -83,6 +90,14 @@ def _as_int(value: Any) -> int | None:
     return None
 
 
+def _check_reach(offset: int, shift: Any) -> None:
+    if abs(offset) > MAX_SHIFT:
+        raise ValueError(
+            f"ViewRequirement: shift={quoted(shift)} reaches {offset} steps; a view reaches at most "
+            f"MAX_SHIFT={MAX_SHIFT} steps back or ahead"
+        )
+
+
 def parse_shift(shift: ShiftType) -> tuple[np.ndarray, int | None, int | None, int | None]:
     """Parses a ``shift`` value into RLlib's offsets.
 
@@ -97,7 +112,7 @@ def parse_shift(shift: ShiftType) -> tuple[np.ndarray, int | None, int | None, i
 
     Raises:
         ValueError: A string that does not parse, an empty range (``a > b``), a step
-            below 1, or an empty list.
+            below 1, an empty list, or an offset beyond :data:`MAX_SHIFT`.
         TypeError: ``shift`` of another type, or a list holding something that is not an int.
 
     Examples:
@@ -108,10 +123,15 @@ def parse_shift(shift: ShiftType) -> tuple[np.ndarray, int | None, int | None, i
         [-2, -1]
         >>> parse_shift("0:4:2")[0].tolist()
         [0, 2, 4]
+        >>> parse_shift("-3000000000:0")
+        Traceback (most recent call last):
+        ...
+        ValueError: ViewRequirement: shift='-3000000000:0' reaches -3000000000 steps; a view reaches at most MAX_SHIFT=10000 steps back or ahead
     """
     shift_from = shift_to = shift_step = None
     as_int = _as_int(shift)
     if as_int is not None:
+        _check_reach(as_int, shift)
         offsets = [as_int]
     elif isinstance(shift, str):
         parts = shift.split(":")
@@ -122,18 +142,20 @@ def parse_shift(shift: ShiftType) -> tuple[np.ndarray, int | None, int | None, i
             shift_step = int(parts[2]) if len(parts) == 3 else 1
         except ValueError:
             raise ValueError(
-                f"ViewRequirement: shift={shift!r} does not parse; expected {_SHIFT_HELP}"
+                f"ViewRequirement: shift={quoted(shift)} does not parse; expected {_SHIFT_HELP}"
             ) from None
         if shift_step < 1:
             raise ValueError(
-                f"ViewRequirement: shift={shift!r} has step {shift_step}; the step of a "
+                f"ViewRequirement: shift={quoted(shift)} has step {shift_step}; the step of a "
                 "range string must be an int >= 1"
             )
         if shift_from > shift_to:
             raise ValueError(
-                f"ViewRequirement: shift={shift!r} is an empty range (start {shift_from} > "
+                f"ViewRequirement: shift={quoted(shift)} is an empty range (start {shift_from} > "
                 f"end {shift_to}); expected 'a:b' with a <= b, both ends included"
             )
+        _check_reach(shift_from, shift)  # before the range is made
+        _check_reach(shift_to, shift)
         offsets = list(range(shift_from, shift_to + 1, shift_step))
     elif isinstance(shift, (list, tuple, np.ndarray)):
         items = np.asarray(shift).tolist() if isinstance(shift, np.ndarray) else list(shift)
@@ -143,19 +165,25 @@ def parse_shift(shift: ShiftType) -> tuple[np.ndarray, int | None, int | None, i
                 f"{shift.shape}"
             )
         if not items:
-            raise ValueError(f"ViewRequirement: shift={shift!r} is empty; expected {_SHIFT_HELP}")
+            raise ValueError(f"ViewRequirement: shift={quoted(shift)} is empty; expected {_SHIFT_HELP}")
+        if len(items) > 2 * MAX_SHIFT + 1:  # each offset is a column of every view row
+            raise ValueError(
+                f"ViewRequirement: shift={quoted(shift)} lists {len(items)} offsets; at most {2 * MAX_SHIFT + 1} "
+                f"(every step within MAX_SHIFT={MAX_SHIFT})"
+            )
         offsets = []
         for position, item in enumerate(items):
             item_int = _as_int(item)
             if item_int is None:
                 raise TypeError(
-                    f"ViewRequirement: shift[{position}]={item!r} ({type(item).__name__}) is "
+                    f"ViewRequirement: shift[{position}]={quoted(item)} ({type(item).__name__}) is "
                     f"not an int; expected {_SHIFT_HELP}"
                 )
+            _check_reach(item_int, shift)
             offsets.append(item_int)
     else:
         raise TypeError(
-            f"ViewRequirement: shift={shift!r} ({type(shift).__name__}) is not supported; "
+            f"ViewRequirement: shift={quoted(shift)} ({type(shift).__name__}) is not supported; "
             f"expected {_SHIFT_HELP}"
         )
     shift_arr = np.asarray(offsets, dtype=np.int64)

@@ -12,6 +12,7 @@ import faulthandler
 import functools
 import multiprocessing
 import os
+import re
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -528,3 +529,16 @@ def test_cadence_and_gymnasium_envs_in_the_subprocess_managers() -> None:
             pids = manager.pids
         assert len(returns) == 4 and all(type(r) is float and r > 0 for r in returns)
         assert all(gone(pid) for pid in pids)
+
+
+@pytest.mark.parametrize("cls,key", [
+    (cls, key) for cls in ALL for key in ("step_timeout", "reset_timeout", "retry_waiting_time")
+] + [(cls, key) for cls in ALL if cls is not BaseEnvManager for key in ("connect_timeout", "step_wait_timeout")])
+@pytest.mark.parametrize("value", [float("inf"), float("nan"), 10.0**9])
+def test_timeouts_that_are_not_finite_or_beyond_a_day_are_refused_at_construction(cls: type, key: str,
+                                                                                    value: float) -> None:
+    started = []
+    with pytest.raises(ValueError, match=rf"{cls.__name__} config: {key} must be .*seconds in .*86400\], got "
+                                         rf"{re.escape(repr(value))}"):
+        cls([lambda: started.append(1)], {key: value})
+    assert started == []  # no env was made, no worker started

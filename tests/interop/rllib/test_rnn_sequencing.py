@@ -242,11 +242,11 @@ def test_bad_input_names_the_argument() -> None:
         rllib_example(unroll_ids=[4, 4])
     with pytest.raises(ValueError, match="episode_ids is required"):
         rllib_example(episode_ids=None)
-    with pytest.raises(ValueError, match="max_seq_len must be an int >= 1, got 0"):
+    with pytest.raises(ValueError, match=r"max_seq_len must be an int in \[1, 100000\] \(MAX_SEQ_LEN\), got 0"):
         rllib_example(max_seq_len=0)
     with pytest.raises(TypeError, match="max_seq_len must be an int"):
         rllib_example(max_seq_len=2.0)
-    with pytest.raises(ValueError, match="_extra_padding must be an int >= 0, got -1"):
+    with pytest.raises(ValueError, match=r"_extra_padding must be an int in \[0, 100000\] \(MAX_SEQ_LEN\), got -1"):
         rllib_example(_extra_padding=-1)
     with pytest.raises(ValueError, match=r"sequence of 4 steps, longer than max_seq_len=3"):
         rllib_example(seq_lens=[2, 4], dynamic_max=False)
@@ -262,3 +262,18 @@ def test_ids_default_to_one_unroll_and_one_agent() -> None:
         episode_ids=[1, 1, 5, 5, 5, 5],
     )
     assert seq_lens.tolist() == [2, 3, 1]
+
+
+@pytest.mark.parametrize("arguments,message", [
+    ({"_extra_padding": 10**12}, r"_extra_padding must be an int in \[0, 100000\] \(MAX_SEQ_LEN\), got 1000000000000"),
+    ({"max_seq_len": 10**12}, r"max_seq_len must be an int in \[1, 100000\] \(MAX_SEQ_LEN\), got 1000000000000"),
+    ({"seq_lens": [3, 2**31]}, r"seq_lens must all be <= MAX_SEQ_LEN=100000, got 2147483648 at position 1"),
+    ({"seq_lens": [1] * 2000, "_extra_padding": 99_999}, r"2000 sequences padded to 100000 steps make 200000000 rows "
+                                                         r"per column, more than MAX_PADDED_ROWS=100000000"),
+])
+def test_sizes_that_would_allocate_without_bound_are_refused_first(arguments: dict, message: str) -> None:
+    rows = sum(arguments.get("seq_lens", [5]))
+    call = {"feature_columns": [np.zeros(rows)], "state_columns": [], "max_seq_len": 3,
+            "episode_ids": np.zeros(rows, dtype=np.int64), **arguments}
+    with pytest.raises(ValueError, match=message):
+        chop_into_sequences(**call)

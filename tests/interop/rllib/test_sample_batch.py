@@ -223,6 +223,16 @@ def test_seq_lens_count_and_per_sequence_state() -> None:
         SampleBatch(a=np.arange(5), state_in_0=np.zeros(3), seq_lens=[3, 2])
     with pytest.raises(ValueError, match=r"column 'a' has 4 rows but 'seq_lens' needs 5"):
         SampleBatch(a=np.arange(4), seq_lens=[3, 2])
+    # lengths that sum to the rows but are no lengths
+    with pytest.raises(ValueError, match=r"'seq_lens' must hold lengths >= 0, got -2 at index 1"):
+        SampleBatch(a=np.arange(4), seq_lens=[6, -2])
+    with pytest.raises(ValueError, match=r"'seq_lens' must be a 1-D array of integer sequence lengths, got shape "
+                                         r"\(2,\) and dtype float64"):
+        SampleBatch(a=np.arange(4), seq_lens=[2.5, 1.5])
+    batch = SampleBatch(a=np.arange(4), seq_lens=[2, 2])
+    with pytest.raises(ValueError, match=r"got -1 at index 0"):
+        batch["seq_lens"] = torch.tensor([-1, 5])
+    assert batch["seq_lens"].tolist() == [2, 2]  # left as it was
 
 
 def test_update_sets_seq_lens_and_state_together() -> None:
@@ -447,6 +457,15 @@ def test_concat_multi_agent_batches() -> None:
     assert mixed.env_steps() == 3 and mixed[DEFAULT_POLICY_ID]["actions"].tolist() == [0, 1, 0]
     with pytest.raises(TypeError, match="item 0 is a int"):
         concat_samples_into_ma_batch([3])  # type: ignore[list-item]
+
+
+def test_single_step_input_dict_checks_a_view_like_shift_as_a_view_does() -> None:
+    batch = SampleBatch(obs=np.array([0, 1]), new_obs=np.array([1, 2]), actions=np.array([5, 6]))
+    window = SimpleNamespace(data_col="actions", shift="-3:-1", used_for_compute_actions=True)
+    assert batch.get_single_step_input_dict({"last": window})["last"].tolist() == [[0, 5, 6]]
+    window.shift = "-3000000000:0"  # would allocate 3e9 rows per step
+    with pytest.raises(ValueError, match=r"reaches -3000000000 steps; a view reaches at most MAX_SHIFT=10000"):
+        batch.get_single_step_input_dict({"last": window})
 
 
 def test_single_step_input_dict_with_windows():

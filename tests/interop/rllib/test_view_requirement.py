@@ -397,3 +397,19 @@ def test_one_int_shift_by_slices_equals_the_general_gather() -> None:
         fast = episode_view(ViewRequirement("x", shift=shift), column, num_steps=num_steps, before=before)
         general = episode_view(ViewRequirement("x", shift=[shift]), column, num_steps=num_steps, before=before)[:, 0]
         np.testing.assert_array_equal(fast, general, err_msg=f"shift {shift}, {length} rows, {num_steps} steps")
+
+
+@pytest.mark.parametrize("shift", ["-3000000000:0", "0:3000000000", -3_000_000_000, [0, -10_001], "-10001:-10000",
+                                   np.array([0, 2**40])])
+def test_a_shift_beyond_max_shift_is_refused_before_anything_is_allocated(shift) -> None:
+    with pytest.raises(ValueError, match=r"reaches -?\d+ steps; a view reaches at most MAX_SHIFT=10000 steps"):
+        ViewRequirement("obs", shift=shift)
+
+
+def test_the_farthest_allowed_shift_and_a_list_of_every_offset() -> None:
+    assert ViewRequirement("obs", shift="-10000:-9999").shift_arr.tolist() == [-10000, -9999]
+    with pytest.raises(ValueError, match=r"lists 20002 offsets; at most 20001"):
+        ViewRequirement("obs", shift=[0] * 20_002)
+    with pytest.raises(ValueError, match=r"does not parse") as info:
+        ViewRequirement("obs", shift="x" * 100_000)
+    assert len(str(info.value)) < 600
