@@ -5,6 +5,7 @@ failing guide block. Each test builds a small package's docs in a subprocess, as
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -82,6 +83,16 @@ print("doubled:", double(21))
 ```
 
 ```python
+import pathlib, tempfile
+from cadence.trainers.run_folder import create_run_folder, key_directory
+
+create_run_folder(pathlib.Path("runs") / "guide")  # a guide that trains makes a run key
+(pathlib.Path.home() / "touched").write_text("a guide wrote to its home")
+pathlib.Path(tempfile.mkdtemp(), "scratch").write_text("and to a temporary folder")
+print("keys:", len(list(key_directory().glob("*.key"))))
+```
+
+```python
 # not run: shown only
 raise SystemExit("never")
 ```
@@ -100,11 +111,12 @@ raise ValueError("the guide's code is wrong")
 """
 
 
-def build(tmp_path: Path, module: str, guide: str) -> subprocess.CompletedProcess[str]:
+def build(tmp_path: Path, module: str, guide: str, env: dict[str, str] | None = None
+          ) -> subprocess.CompletedProcess[str]:
     """Writes a package ``fakepkg`` and its docs under ``tmp_path`` and builds them as
     ``make docs`` does (``-E -W --keep-going``)."""
     package = tmp_path / "fakepkg"
-    package.mkdir()
+    package.mkdir(parents=True)
     (package / "__init__.py").write_text('"""A package for the docs build\'s tests."""\n')
     (package / "tools.py").write_text(module)
     docs = tmp_path / "docs"
@@ -131,18 +143,27 @@ def build(tmp_path: Path, module: str, guide: str) -> subprocess.CompletedProces
     return subprocess.run(
         [sys.executable, "-m", "sphinx", "-E", "-W", "--keep-going", "-q", "-b", "html", str(docs),
          str(docs / "_build")],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env,
     )
 
 
 def test_a_documented_package_builds_with_its_api_pages_guide_output_and_performance_page(tmp_path: Path) -> None:
-    done = build(tmp_path, GOOD_MODULE, GOOD_GUIDE)
+    caller = {name: tmp_path / "caller" / name for name in ("home", "tmp", "keys")}
+    for folder in caller.values():
+        folder.mkdir(parents=True)
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("XDG_")}
+    environment.update(HOME=str(caller["home"]), TMPDIR=str(caller["tmp"]), CADENCE_KEY_DIR=str(caller["keys"]))
+    done = build(tmp_path / "project", GOOD_MODULE, GOOD_GUIDE, env=environment)
     assert done.returncode == 0, done.stderr
+    # nothing was written outside the project: not the caller's home, temporary folder or run keys
+    assert [path for folder in caller.values() for path in folder.rglob("*")] == []
+    assert not (tmp_path / "project" / "docs" / ".build-home").exists()  # the build's own, removed at its end
+    tmp_path = tmp_path / "project"
     html = tmp_path / "docs" / "_build"
     api = (html / "api" / "fakepkg.tools.html").read_text()
     assert "Counter" in api and "Twice" in api and 'href="#fakepkg.tools.double"' in api
     guide = (html / "guides" / "guide.html").read_text()
-    assert "doubled: 42" in guide  # the block ran, and its output is shown under it
+    assert "doubled: 42" in guide and "keys: 1" in guide  # the blocks ran, and their output is shown under them
     performance = (html / "performance.html").read_text()
     assert "a test machine" in performance and "<table" in performance
 

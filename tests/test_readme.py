@@ -1,30 +1,31 @@
-"""The README runs as written: every code block, and every command it shows.
+"""The README runs as a newcomer runs it: every code block, and every command it shows.
 
-Files the README shows (a block whose first line is ``# file: NAME``) are written first,
-then the other blocks run in order: python blocks as they are; shell commands run through ``cadence``'s
-``main`` with a small frame budget appended to training commands (the README's own
-options come first, so the budget wins); ``make demo`` runs the Makefile's recipe the
-same way. Commands shown inline in the text run too, unless listed in ``RUN_ELSEWHERE``
-with the test that runs them.
+Everything runs in a fresh folder holding only the files the README tells the reader to
+save (a block whose first line is ``# file: NAME``), each block and command in a process
+of its own started there, as a reader's shell would: python blocks with ``python -``
+(which searches the current folder, as ``python`` does), shell commands with the
+``cadence`` console script of this environment, a small frame budget appended to training
+commands (the README's own options come first, so the budget wins); ``make demo`` runs
+the Makefile's recipe the same way. Commands shown inline in the text run too, unless
+listed in ``RUN_ELSEWHERE`` with the test that runs them.
 """
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
-import io
+import os
 import pathlib
 import re
 import shlex
+import subprocess
 import sys
 import time
 
 import pytest
 
-from cadence.cli import main
-
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+CADENCE = pathlib.Path(sys.executable).parent / "cadence"  # the console script pip installed
 
 # appended to `cadence train ALGORITHM ...`: a run of a few seconds
 TRAIN_BUDGET = [
@@ -45,6 +46,8 @@ RUN_ELSEWHERE = {
 COMMAND_PREFIXES = ("cadence ", "make ", "python ")
 # inline spans that name a command in the text rather than show one to run
 MENTIONS = {"cadence train"}
+# a block or command that runs longer than this has hung
+TIMEOUT_S = 600
 
 
 def _blocks(text: str) -> list[tuple[str, str]]:
@@ -97,61 +100,67 @@ def _needs_missing_extra(argv: list[str]) -> str | None:
     return None
 
 
-def _run(command: str, ran: list[str], skipped: list[str]) -> None:
+def _reader_environment() -> dict[str, str]:
+    """This process's environment (the signing keys' folder among it), without the test
+    session's additions to Python's path: the reader's shell has none."""
+    return {name: value for name, value in os.environ.items() if name not in ("PYTHONPATH", "PYTHONSAFEPATH")}
+
+
+def _run(argv: list[str], folder: pathlib.Path, shown: str, stdin: str | None = None) -> str:
+    start = time.perf_counter()
+    done = subprocess.run(argv, cwd=folder, input=stdin, capture_output=True, text=True, timeout=TIMEOUT_S,
+                          env=_reader_environment())
+    assert done.returncode == 0, f"README {shown} (run as {shlex.join(argv[:6])} ...) exited {done.returncode}:\n" \
+                                 f"{done.stderr[-3000:]}\n{done.stdout[-2000:]}"
+    print(f"{time.perf_counter() - start:6.1f} s  {shown}", file=sys.__stdout__)
+    return done.stdout
+
+
+def _run_command(command: str, folder: pathlib.Path, ran: list[str], skipped: list[str]) -> None:
     argv = _argv(command)
     missing = _needs_missing_extra(argv)
     if missing:
         skipped.append(f"{command}: {missing}")
         return
-    status = 0
-    start = time.perf_counter()
-    with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stderr(io.StringIO()) as err:
-        try:
-            status = main(argv)
-        except SystemExit as exit_:  # --help
-            status = exit_.code or 0
-    assert status == 0, f"README command {command!r} (run as cadence {' '.join(argv)}) exited {status}:\n" \
-                        f"{err.getvalue()}\n{out.getvalue()[-2000:]}"
+    _run([str(CADENCE), *argv], folder, f"command {command!r}")
     ran.append(command)
-    print(f"{time.perf_counter() - start:6.1f} s  {command}", file=sys.__stdout__)
 
 
-def test_every_block_and_command_of_the_readme_runs(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.chdir(tmp_path)  # runs/ and the README's files go here
-    ray = sys.modules.get("ray")
-    if ray is not None and ray.is_initialized():  # the Ray tests' (tests/conftest.py): the README starts its own
-        ray.shutdown()
-    monkeypatch.syspath_prepend(str(tmp_path))  # the modules the README saves import from here
+def test_every_block_and_command_of_the_readme_runs(tmp_path: pathlib.Path) -> None:
+    assert CADENCE.is_file(), f"no cadence console script beside {sys.executable}: is the package installed?"
     text = README.read_text()
     ran: list[str] = []
     skipped: list[str] = []
     printed = []
     blocks = _blocks(text)
+    saved = []
     for _, block in blocks:  # the files first: a command may come before the file it reads
         first = block.splitlines()[0] if block else ""
         if first.startswith("# file: "):
-            (tmp_path / first.removeprefix("# file: ").strip()).write_text(block)
-    for language, block in blocks:
+            name = first.removeprefix("# file: ").strip()
+            (tmp_path / name).write_text(block)
+            saved.append(name)
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(saved)  # nothing else in the folder
+    for number, (language, block) in enumerate(blocks):
         if block.startswith("# file: "):
             continue
         if language == "python":
-            exec(compile(block, str(README), "exec"), {})
-            printed.append(capsys.readouterr().out)
+            printed.append(_run([sys.executable, "-"], tmp_path, f"python block {number}", stdin=block))
         elif language == "bash":
             for command in _shell_commands(block):
                 if command in RUN_ELSEWHERE or command in ran:
                     continue
-                _run(command, ran, skipped)
+                _run_command(command, tmp_path, ran, skipped)
         else:
             pytest.fail(f"a README block of language {language!r} that this test does not know how to run")
     for command in _inline_commands(text):
         if command not in RUN_ELSEWHERE and command not in ran:
-            _run(command, ran, skipped)
-    sys.modules.pop("thermostat", None)
+            _run_command(command, tmp_path, ran, skipped)
     assert "reward" in "".join(printed)
-    assert {"make demo", "cadence train --resume runs/cheetah", "cadence eval runs/demo --episodes 5"} <= set(ran)
+    assert {"make demo", "cadence train --resume runs/cheetah", "cadence eval runs/demo --episodes 5",
+            "cadence train td3 --env thermostat:Thermostat-v0 --total-frames 3000 --eval-interval 1000"} <= set(ran)
     assert (tmp_path / "runs" / "ddpg-Pendulum-v1-seed3" / "policy.pt").is_file()  # the --config run
+    assert (tmp_path / "runs" / "td3-thermostat-Thermostat-v0-seed0" / "policy.pt").is_file()
     for reason in skipped:
         print(f"README command not run: {reason}")
     assert len(skipped) <= 1  # only the dm_control one may lack its extra
@@ -162,3 +171,13 @@ def test_run_elsewhere_commands_are_still_in_the_readme() -> None:
     for command, where in RUN_ELSEWHERE.items():
         assert command in text, f"{command!r} left the README: drop it from RUN_ELSEWHERE ({where})"
     assert (ROOT / "tests" / "examples" / "test_ddpg_tutorial.py").is_file()
+
+
+def test_make_demo_installs_what_training_needs_and_make_test_adds_the_test_extras() -> None:
+    makefile = (ROOT / "Makefile").read_text()
+    rules = dict(re.findall(r"^([$()A-Z_a-z.-]+): *(.*)$", makefile, flags=re.M))
+    recipes = {target: re.search(rf"^{re.escape(target)}:.*\n((?:\t.*\n)+)", makefile, flags=re.M).group(1)
+               for target in ("$(TRAIN_STAMP)", "$(STAMP)")}
+    assert rules["demo"] == "$(TRAIN_STAMP)" and rules["$(STAMP)"] == "$(TRAIN_STAMP)" and rules["test"] == "$(STAMP)"
+    assert re.findall(r"-e \"\.\[([a-z,_]*)\]\"", recipes["$(TRAIN_STAMP)"]) == ["train"]
+    assert '-e ".[test,train]"' in recipes["$(STAMP)"]

@@ -23,6 +23,10 @@ What it adds to a plain autodoc build, each step failing the build (``-W``) with
   attribute's docstring as ``type: description``; Cadence's first lines are sentences.
 * **The Performance page**: ``performance.md`` is generated from ``benchmarks/README.md``:
   each benchmark's title, the run it reports (date, machine, command), its tables and plots.
+* **Nothing written outside the checkout**: the build, the guides and the docstring
+  examples run with their home, caches, temporary files and Cadence's run keys in a folder
+  beside the output (``docs/_build/.build-home``), removed when the build ends: a guide
+  that trains leaves no signing key in ``~/.local/share/cadence``.
 """
 
 from __future__ import annotations
@@ -401,9 +405,45 @@ def use_package(app: Sphinx, config: Any) -> None:
     PACKAGE = config.cadence_docs_package
 
 
+# ----------------------------------------------------------------- the build's home
+# Ray's sockets live under the temporary folder, and a socket's path holds at most 107 bytes
+_LONGEST_TEMPORARY_FOLDER = 40
+# what programs write under the user's home, each pointed into the build's own
+_HOME_VARIABLES = {
+    "HOME": "home", "XDG_DATA_HOME": "home/.local/share", "XDG_CACHE_HOME": "home/.cache",
+    "XDG_CONFIG_HOME": "home/.config", "MPLCONFIGDIR": "home/.config/matplotlib", "TORCH_HOME": "home/.cache/torch",
+    "CADENCE_KEY_DIR": "run-keys",
+}
+
+
+def isolate_build(app: Sphinx, config: Any) -> None:
+    """Points this process's (and so every subprocess's) home, caches, run keys and
+    temporary files into a folder beside the build's output, removed when it ends."""
+    root = Path(app.outdir).resolve().parent / ".build-home"
+    shutil.rmtree(root, ignore_errors=True)
+    app.cadence_build_home = [root]  # type: ignore[attr-defined]
+    for variable, place in _HOME_VARIABLES.items():
+        (root / place).mkdir(parents=True, exist_ok=True)
+        os.environ[variable] = str(root / place)
+    temporary = root / "tmp"
+    if len(str(temporary)) > _LONGEST_TEMPORARY_FOLDER:  # a deep checkout: Ray's sockets need a short path
+        temporary = Path(tempfile.mkdtemp(prefix="cadence-docs-"))
+        app.cadence_build_home.append(temporary)  # type: ignore[attr-defined]
+    temporary.mkdir(parents=True, exist_ok=True)
+    os.environ["TMPDIR"] = str(temporary)
+    tempfile.tempdir = None  # read TMPDIR again
+
+
+def remove_build_home(app: Sphinx, exception: Exception | None) -> None:
+    for folder in getattr(app, "cadence_build_home", []):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     app.add_config_value("cadence_docs_package", "cadence", "env")
     app.add_config_value("cadence_docs_doctests", True, "env")
+    app.connect("config-inited", isolate_build)
+    app.connect("build-finished", remove_build_home)
     app.connect("config-inited", use_package)
     app.connect("builder-inited", run_docstring_examples)
     GoogleDocstring._parse_attribute_docstring = _attribute_docstring_as_written  # type: ignore[method-assign]
