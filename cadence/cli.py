@@ -29,9 +29,14 @@ __all__ = ["build_parser", "main", "run_demo", "run_eval", "run_train"]
 
 
 class _Parser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line (``cadence train: error: ...``)."""
+    """An argument parser whose errors are one line (``cadence train: error: ...``), cut
+    to a few hundred characters (argparse quotes a bad value whole)."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
+        from cadence._utils import MAX_QUOTED
+
+        if len(message) > 2 * MAX_QUOTED:
+            message = f"{message[: 2 * MAX_QUOTED]}... ({len(message)} characters)"
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
@@ -82,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     evaluate.add_argument("run_dir", metavar="RUN_DIR", help="a run folder of cadence train")
     evaluate.add_argument("--episodes", type=_positive_int, default=3, help="episodes to play (default: %(default)s)")
-    evaluate.add_argument("--seed", type=int, default=12345, help="seed of the episodes (default: %(default)s)")
+    evaluate.add_argument("--seed", type=_seed, default=12345, help="seed of the episodes (default: %(default)s)")
     evaluate.add_argument(
         "--video", metavar="FILE", default=None, help="the video file (.mp4 or .gif; default: RUN_DIR/eval.mp4)"
     )
@@ -108,14 +113,27 @@ def build_parser() -> argparse.ArgumentParser:
         default=200,
         help="steps of each summarised rollout (default: %(default)s)",
     )
-    demo.add_argument("--seed", type=int, default=0, help="seed of every env (default: %(default)s)")
+    demo.add_argument("--seed", type=_seed, default=0, help="seed of every env (default: %(default)s)")
     return parser
+
+
+# episodes and steps the commands take at most (a bound on how long a typo can run)
+_MAX_STEPS = 10**9
 
 
 def _positive_int(text: str) -> int:
     value = int(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text}")
+    if not 0 < value <= _MAX_STEPS:
+        raise argparse.ArgumentTypeError(f"expected an integer in [1, {_MAX_STEPS}], got {text}")
+    return value
+
+
+def _seed(text: str) -> int:
+    from cadence.trainers.config import MAX_SEED
+
+    value = int(text)
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"expected a seed in [0, {MAX_SEED}], got {text}")
     return value
 
 
@@ -144,12 +162,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, unknown = parser.parse_known_args(argv)
     if unknown:
         if args.command != "train":
-            parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+            from cadence._utils import quoted
+
+            parser.error(f"unrecognized arguments: {quoted(' '.join(unknown))}")
         from cadence.trainers.config import config_options
 
         options = sorted(config_options().values())
+        from cadence._utils import quoted
+
         print(
-            f"cadence train: error: unknown argument {unknown[0]!r}; valid options: --config, --resume, "
+            f"cadence train: error: unknown argument {quoted(unknown[0])}; valid options: --config, --resume, "
             f"--overwrite, {', '.join(options)}",
             file=sys.stderr,
         )
@@ -191,14 +213,16 @@ def run_train(args: argparse.Namespace, out: TextIO | None = None) -> dict[str, 
         ...
         cadence.trainers.config.ConfigError: unknown algorithm 'ppo'; valid algorithms: ddpg, td3, sac
     """
-    from cadence.trainers.config import ALGORITHMS, ConfigError, build_config, overrides_from_args
+    from cadence._utils import quoted
+    from cadence.trainers.config import ALGORITHMS, ConfigError, build_config, check_path, overrides_from_args
     from cadence.trainers.training import TrainingRun
 
     overrides = overrides_from_args(args)
     overrides.pop("algorithm", None)  # the positional argument, handled here
     if args.algorithm is not None and args.algorithm not in ALGORITHMS:
-        raise ConfigError(f"unknown algorithm {args.algorithm!r}; valid algorithms: {', '.join(ALGORITHMS)}")
+        raise ConfigError(f"unknown algorithm {quoted(args.algorithm)}; valid algorithms: {', '.join(ALGORITHMS)}")
     if args.resume:
+        check_path(args.resume, "--resume")
         if args.config or args.overwrite:
             raise ConfigError("--resume continues a run with its own config; it takes neither --config nor --overwrite")
         run = TrainingRun.resume(args.resume, overrides, out=out)
@@ -241,11 +265,15 @@ def run_eval(
     """
     from pathlib import Path
 
+    from cadence.trainers.config import check_path
     from cadence.trainers.environments import episode_step_limit, make_env
     from cadence.trainers.evaluation import evaluate_policy, record_video
     from cadence.trainers.training import load_policy
 
     out = sys.stdout if out is None else out
+    check_path(run_dir, "RUN_DIR")
+    if video:
+        check_path(video, "--video")
     config, policy, source = load_policy(run_dir)
     limit = episode_step_limit(config)
     result = evaluate_policy(policy, make_env(config, seed=seed), episodes, seed=seed, max_steps=limit)

@@ -50,9 +50,23 @@ def test_parser_defaults_and_validation(capsys: pytest.CaptureFixture[str]) -> N
     with pytest.raises(SystemExit) as info:
         main(["demo", "--steps", "0"])
     assert info.value.code == 2
-    assert "positive integer" in capsys.readouterr().err
+    assert "expected an integer in [1, 1000000000], got 0" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main([])  # a command is required
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["eval", "runs/x", "--seed", "-1"], "cadence eval: error: argument --seed: expected a seed in [0, 4294967295]"),
+    (["eval", "runs/x", "--episodes", str(10**11)], "cadence eval: error: argument --episodes: expected an integer"),
+    (["eval", "runs/x", "--seed", "9" * 100_000], "cadence eval: error: argument --seed: invalid _seed value: '999"),
+    (["demo", "--steps", "x" * 100_000], "cadence demo: error: argument --steps: invalid _positive_int value"),
+    (["x" * 100_000], "cadence: error: argument COMMAND: invalid choice: 'xxx"),
+])
+def test_argument_errors_are_one_short_line(argv: list[str], message: str, capsys) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.startswith(message) and err.count("\n") == 1 and len(err) < 600
 
 
 def test_module_entry_point_help() -> None:
@@ -140,6 +154,14 @@ def test_train_then_eval(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
         (["train", "ddpg", "--num-envs", "100000"], "cadence train: error: num_envs must be <= 1024, got 100000"),
         (["train", "ddpg", "--env", "CartPole-v1"], "cadence train: error: ddpg needs a continuous, bounded action "
                                                     "space; CartPole-v1 has"),
+        # input the OS or argparse would echo whole
+        (["train", "a" * 100_000], "cadence train: error: unknown algorithm 'aaaa"),
+        (["train", "ddpg", "--" + "a" * 100_000, "1"], "cadence train: error: unknown argument '--aaaa"),
+        (["eval", "a" * 100_000], "cadence eval: error: RUN_DIR: a path is at most 4096 bytes, got 'aaaa"),
+        (["train", "--resume", "a" * 300], "cadence train: error: --resume: a name in the path is longer than 255 bytes"),
+        (["train", "ddpg", "--runs-dir", "a" * 5000], "cadence train: error: runs_dir: a path is at most 4096 bytes"),
+        (["train", "ddpg", "--config", "a\0b.toml"], "cadence train: error: config file: a path cannot hold a NUL byte"),
+        (["eval", "runs/x", "--video", "v" * 300 + ".mp4"], "cadence eval: error: --video: a name in the path is longer"),
     ],
 )
 def test_bad_input_is_one_line_and_status_2(argv, message, capsys: pytest.CaptureFixture[str], tmp_path,

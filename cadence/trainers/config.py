@@ -22,6 +22,7 @@ import argparse
 import dataclasses
 import json
 import math
+import os
 import re
 import tomllib
 import typing
@@ -39,6 +40,7 @@ __all__ = [
     "TrainConfig",
     "add_config_arguments",
     "build_config",
+    "check_path",
     "config_from_mapping",
     "config_options",
     "load_config_file",
@@ -61,10 +63,36 @@ _MAXIMUMS = {"num_envs": 1024, "threads": 1024, "eval_episodes": 10**6, "updates
 _MAX_HIDDEN_LAYERS = 64
 #: the largest config file read (a config is a few hundred bytes)
 MAX_CONFIG_FILE_BYTES = 1 << 20
+# what the file system takes: a path of at most 4096 bytes, of names of at most 255
+_MAX_PATH_BYTES, _MAX_NAME_BYTES = 4096, 255
 
 
 class ConfigError(ValueError):
     """A configuration value, field or file that cannot be used (its message is one line)."""
+
+
+def check_path(path: str | Path, what: str) -> Path:
+    """``path`` as a ``Path``, or a one-line ``ConfigError`` naming ``what`` if the file
+    system could not take it (too long, a name too long, a NUL byte): checked before it is
+    used, so that the OS's error (which echoes the whole path) never reaches the user.
+
+    Examples:
+        >>> check_path("runs/demo", "RUN_DIR")
+        PosixPath('runs/demo')
+        >>> check_path("a" * 300, "--runs-dir")
+        Traceback (most recent call last):
+        ...
+        cadence.trainers.config.ConfigError: --runs-dir: a name in the path is longer than 255 bytes: 'aaaaaaaaaaaaa...
+    """
+    text = os.fspath(path)
+    encoded = text.encode("utf-8", "surrogateescape")
+    if b"\0" in encoded:
+        raise ConfigError(f"{what}: a path cannot hold a NUL byte, got {quoted(text)}")
+    if len(encoded) > _MAX_PATH_BYTES:
+        raise ConfigError(f"{what}: a path is at most {_MAX_PATH_BYTES} bytes, got {quoted(text)}")
+    if any(len(part.encode("utf-8", "surrogateescape")) > _MAX_NAME_BYTES for part in Path(text).parts):
+        raise ConfigError(f"{what}: a name in the path is longer than {_MAX_NAME_BYTES} bytes: {quoted(text, 30)}")
+    return Path(text)
 
 
 def _field(default: Any, help_text: str, **kwargs: Any) -> Any:
@@ -153,6 +181,7 @@ class TrainConfig:
                 f"name must be one folder name of letters, digits, '_', '.' and '-' (not starting with '.'; "
                 f"at most 128 characters), got {quoted(self.name)}"
             )
+        check_path(self.runs_dir, "runs_dir")
         if not 0 <= self.seed <= MAX_SEED:
             raise ConfigError(f"seed must be in [0, {MAX_SEED}], got {self.seed}")
         for field in dataclasses.fields(self):
@@ -322,7 +351,7 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
         >>> load_config_file(path)
         {'algorithm': 'td3', 'total_frames': 3000}
     """
-    path = Path(path)
+    path = check_path(path, "config file")
     if not path.exists():
         raise ConfigError(f"config file {quoted(str(path))} does not exist")
     if not path.is_file():
