@@ -152,14 +152,15 @@ def _size(count: float) -> str:
     return f"{count:.1e} EB"
 
 
-def check_footprint(config: TrainConfig, env: EnvBase, runs_dir: Path) -> RunFootprint:
+def check_footprint(config: TrainConfig, env: EnvBase, runs_dir: Path | None) -> RunFootprint:
     """Raises a one-line ``ConfigError`` if a run of ``config`` on ``env`` needs more
     memory than the machine has, or more disk than is free under ``runs_dir``.
 
     Args:
         config: a validated config.
         env: one copy of the run's env.
-        runs_dir: where the run folder goes.
+        runs_dir: where the run folder goes; ``None`` to check only the memory of the
+            networks (what ``cadence eval`` builds: no updates, no replay buffer).
 
     Returns:
         The estimate.
@@ -174,16 +175,19 @@ def check_footprint(config: TrainConfig, env: EnvBase, runs_dir: Path) -> RunFoo
         cadence.trainers.config.ConfigError: buffer_size=1000000000000 needs 114.0 TB of disk (the replay buffer ...
     """
     footprint = run_footprint(config, env)
+    memory = footprint.memory if runs_dir is not None else {"networks": footprint.memory["networks"]}
     limit = memory_limit()
-    if footprint.memory_total > limit:
-        part = max(footprint.memory, key=footprint.memory.__getitem__)
+    if sum(memory.values()) > limit:
+        part = max(memory, key=memory.__getitem__)
         fields = _SIZED_BY[part]
         values = ", ".join(f"{field}={quoted(getattr(config, field))}" for field in fields)
         raise ConfigError(
-            f"{values} needs about {_size(footprint.memory[part])} of memory for the {part} "
-            f"({_size(footprint.memory_total)} in all for the run), and this machine has {_size(limit)}: "
+            f"{values} needs about {_size(memory[part])} of memory for the {part} "
+            f"({_size(sum(memory.values()))} in all), and this machine has {_size(limit)}: "
             f"lower {' or '.join(fields)}"
         )
+    if runs_dir is None:
+        return footprint
     free = _free_disk(runs_dir)
     if footprint.disk > free:
         raise ConfigError(

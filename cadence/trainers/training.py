@@ -153,7 +153,7 @@ def load_policy(folder: str | os.PathLike[str]) -> tuple[TrainConfig, TensorDict
         source, weights = _checkpointed_policy(history)
     env = make_env(config, seed=config.seed)
     try:
-        check_footprint(config, env, folder.parent)  # a handed-over config may ask for networks no machine holds
+        check_footprint(config, env, None)  # a handed-over config may ask for networks no machine holds
         policy = build_agent(config, env).policy
     finally:
         env.close()

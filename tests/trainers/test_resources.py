@@ -40,6 +40,7 @@ def test_a_run_that_cannot_fit_is_refused_naming_the_field(tmp_path: Path, monke
     monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**6, 10**6 - 10**5, 10**5))
     with pytest.raises(ConfigError, match=r"^buffer_size=100000 needs 11\.4 MB of disk .* 100\.0 KB are free under "):
         check_footprint(TrainConfig(), env, tmp_path / "runs" / "not-yet")
+    check_footprint(TrainConfig(), env, None)  # what cadence eval checks: the networks only, no buffer
 
 
 def test_a_handed_run_folder_asking_for_too_much_is_refused_before_anything_is_written(tmp_path: Path,
