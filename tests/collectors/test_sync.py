@@ -134,8 +134,8 @@ def test_init_random_frames_then_policy_same_entries() -> None:
     with torch.no_grad():
         expected = policy.module(first["observation"])
     assert not torch.allclose(first["action"], expected)
-    with torch.no_grad():
-        assert torch.allclose(second["action"], policy.module(second["observation"]))
+    with torch.no_grad():  # step by step in the collector, the whole batch at once here: float rounding differs
+        assert torch.allclose(second["action"], policy.module(second["observation"]), atol=1e-6)
 
 
 def test_exploration_type_deterministic_leaves_actions() -> None:
