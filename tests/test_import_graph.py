@@ -1,6 +1,7 @@
 """The import graph of the core packages has no circles (runtime imports, at any depth;
-imports for type hints only, under ``TYPE_CHECKING``, do not count), and heavy optional
-backends are imported only when used."""
+imports for type hints only, under ``TYPE_CHECKING``, do not count), every module imports
+only from its own layer or below (the layer map), and heavy optional backends are imported
+only when used."""
 
 from __future__ import annotations
 
@@ -59,6 +60,61 @@ def test_the_core_packages_import_without_circles() -> None:
         if name not in state:
             visit(name, [name])
     assert not circles, "import circles: " + "; ".join(" -> ".join(circle) for circle in circles)
+
+
+# The layers, lowest first (DESIGN.md, "Layout"): a module imports from its own layer or
+# below, never above. The longest prefix names a module's layer; a package's face (its
+# __init__) stands as high as the highest thing it imports.
+LAYERS = (
+    ("cadence", "cadence._utils", "cadence.utils", "cadence._weights_board"),
+    ("cadence.data",),
+    ("cadence.checkpoint", "cadence.modules"),
+    ("cadence.objectives", "cadence.envs"),
+    ("cadence.envs.transforms", "cadence.envs.libs", "cadence.envs.custom", "cadence.envs.model_based"),
+    ("cadence.collectors", "cadence.record", "cadence.render"),
+    ("cadence.interop", "cadence.trainers", "cadence.cli", "cadence.__main__"),
+)
+# imports against the map that issue #32 removes (the replay buffer's transforms are the
+# env transforms' classes); nothing may be added here
+KNOWN_UPWARD_IMPORTS = {("cadence.data.replay_buffers.buffers", "cadence.envs.transforms.base")}
+
+
+def _layer(name: str) -> int:
+    matches = [
+        (len(prefix), index)
+        for index, prefixes in enumerate(LAYERS)
+        for prefix in prefixes
+        if name == prefix or name.startswith(prefix + ".")
+    ]
+    assert matches, f"{name} is in no layer of LAYERS: add it"
+    return max(matches)[1]
+
+
+def test_every_module_imports_from_its_layer_or_below() -> None:
+    modules = _modules()
+    graph = {name: _imports(path, modules) for name, path in modules.items()}
+    faces = {name for name, path in modules.items() if path.name == "__init__.py"}
+    face_layers: dict[str, int] = {}
+
+    def layer_of(name: str) -> int:
+        if name not in faces:
+            return _layer(name)
+        if name not in face_layers:
+            face_layers[name] = _layer(name)  # while its imports are looked at (a face may import its own)
+            face_layers[name] = max([_layer(name)] + [layer_of(target) for target in graph[name] if target != name])
+        return face_layers[name]
+
+    upward = sorted(
+        (name, target)
+        for name in graph
+        if name not in faces
+        for target in graph[name]
+        if layer_of(target) > _layer(name)
+    )
+    unexpected = [f"{name} imports {target}" for name, target in upward if (name, target) not in KNOWN_UPWARD_IMPORTS]
+    assert not unexpected, "imports from a higher layer: " + "; ".join(unexpected)
+    gone = KNOWN_UPWARD_IMPORTS - set(upward)
+    assert not gone, f"no longer imported, take them off KNOWN_UPWARD_IMPORTS: {sorted(gone)}"
 
 
 # Backends that a module may import only inside the function that uses them: importing

@@ -22,11 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 from tensordict import TensorDict, TensorDictBase
-from tensordict.nn import InteractionType, interaction_type, set_interaction_type
 
 from cadence.data import Composite, Stacked, TensorSpec, Unbounded
 from cadence.envs.env_specs import as_tuple_key
 from cadence.envs.marl_grouping import MarlGroupMapType, check_marl_grouping  # the reference's home for them too
+# the reference's home for them too; they belong to the policies' layer
+from cadence.modules.exploration import ExplorationType, exploration_type, set_exploration_type
 
 if TYPE_CHECKING:  # pragma: no cover - imported for type hints only
     from cadence.envs.common import EnvBase
@@ -49,32 +50,6 @@ __all__ = [
     "step_mdp",
     "terminated_or_truncated",
 ]
-
-#: The exploration modes a policy can be asked to use (an alias of tensordict's
-#: ``InteractionType``, so that tensordict's probabilistic modules follow it too).
-ExplorationType = InteractionType
-
-#: Context manager and decorator that sets the exploration mode (tensordict's
-#: ``set_interaction_type``).
-set_exploration_type = set_interaction_type
-
-DEFAULT_EXPLORATION_TYPE: InteractionType = InteractionType.RANDOM
-
-
-def exploration_type() -> InteractionType:
-    """Returns the exploration mode in force (``RANDOM`` unless one was set).
-
-    Examples:
-        >>> from cadence.envs.utils import ExplorationType, exploration_type, set_exploration_type
-        >>> exploration_type()
-        <InteractionType.RANDOM: 'random'>
-        >>> with set_exploration_type(ExplorationType.DETERMINISTIC):
-        ...     print(exploration_type() == ExplorationType.DETERMINISTIC)
-        True
-    """
-    current = interaction_type()
-    return DEFAULT_EXPLORATION_TYPE if current is None else current
-
 
 def _as_key_list(keys: NestedKey | Sequence[NestedKey] | None) -> list[NestedKey]:
     if keys is None:

@@ -3,7 +3,8 @@ additive Gaussian noise and epsilon-greedy.
 
 Put one after the policy (``TensorDictSequential(actor, OrnsteinUhlenbeckProcessModule(...))``).
 They perturb the action only when the exploration type is ``RANDOM`` (the default;
-see ``cadence.envs.utils.set_exploration_type``) and leave it alone under
+see :func:`set_exploration_type`, also importable from ``cadence.envs.utils``
+as in TorchRL) and leave it alone under
 ``DETERMINISTIC``, ``MODE`` and ``MEAN``, so the same policy serves collection and
 evaluation. Their noise scale anneals linearly with ``.step(frames)``, which the
 training loop calls with the number of frames collected. Every draw comes from the
@@ -30,16 +31,49 @@ from __future__ import annotations
 import math
 import torch
 from tensordict import TensorDictBase
-from tensordict.nn import TensorDictModuleBase
+from tensordict.nn import InteractionType, TensorDictModuleBase, interaction_type, set_interaction_type
 
 from cadence.data import Categorical, OneHot, TensorSpec
-from cadence.envs.utils import ExplorationType, exploration_type
 from cadence.modules.actors import _as_composite, _HoldsSpec, _project, _spec_leaf
 
-__all__ = ["OrnsteinUhlenbeckProcessModule", "AdditiveGaussianModule", "EGreedyModule"]
+__all__ = [
+    "DEFAULT_EXPLORATION_TYPE",
+    "ExplorationType",
+    "OrnsteinUhlenbeckProcessModule",
+    "AdditiveGaussianModule",
+    "EGreedyModule",
+    "exploration_type",
+    "set_exploration_type",
+]
 
 NestedKey = str | tuple[str, ...]
 DeviceLike = torch.device | str | int
+
+
+#: The exploration modes a policy can be asked to use (an alias of tensordict's
+#: ``InteractionType``, so that tensordict's probabilistic modules follow it too).
+ExplorationType = InteractionType
+
+#: Context manager and decorator that sets the exploration mode (tensordict's
+#: ``set_interaction_type``).
+set_exploration_type = set_interaction_type
+
+DEFAULT_EXPLORATION_TYPE: InteractionType = InteractionType.RANDOM
+
+
+def exploration_type() -> InteractionType:
+    """Returns the exploration mode in force (``RANDOM`` unless one was set).
+
+    Examples:
+        >>> from cadence.modules.exploration import ExplorationType, exploration_type, set_exploration_type
+        >>> exploration_type()
+        <InteractionType.RANDOM: 'random'>
+        >>> with set_exploration_type(ExplorationType.DETERMINISTIC):
+        ...     print(exploration_type() == ExplorationType.DETERMINISTIC)
+        True
+    """
+    current = interaction_type()
+    return DEFAULT_EXPLORATION_TYPE if current is None else current
 
 
 def _linear_anneal(current: float, start: float, end: float, num_steps: int, frames: int) -> float:
