@@ -26,7 +26,7 @@ from tensordict import TensorDict, TensorDictBase
 from cadence.data import Composite, Stacked, TensorSpec, Unbounded
 from cadence.envs.env_specs import as_tuple_key
 from cadence.envs.marl_grouping import MarlGroupMapType, check_marl_grouping  # the reference's home for them too
-# the reference's home for them too; they belong to the policies' layer
+# TorchRL's users import them from here; they live with the exploration modules, in the policies' layer
 from cadence.modules.exploration import ExplorationType, exploration_type, set_exploration_type
 
 if TYPE_CHECKING:  # pragma: no cover - imported for type hints only
