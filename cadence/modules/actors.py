@@ -494,7 +494,7 @@ class QValueModule(TensorDictModuleBase):
                 f"QValueModule: the tensordict holds no action values at {self.action_value_key!r}; "
                 f"it holds {sorted(map(str, tensordict.keys(True, True)))}"
             )
-        scores = values
+        mask = None
         if self.action_mask_key is not None:
             mask = tensordict.get(self.action_mask_key, None)
             if mask is None:
@@ -502,19 +502,35 @@ class QValueModule(TensorDictModuleBase):
                     f"QValueModule: the tensordict holds no action mask at {self.action_mask_key!r}; "
                     f"it holds {sorted(map(str, tensordict.keys(True, True)))}"
                 )
-            scores = values.masked_fill(~mask.bool(), float("-inf"))
+        action, chosen = self.greedy(values, mask)
+        action_key, values_key, chosen_key = self.out_keys
+        tensordict.set(action_key, action)
+        tensordict.set(values_key, values)
+        tensordict.set(chosen_key, chosen)
+        return tensordict
+
+    def greedy(self, values: torch.Tensor, mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The arithmetic of :meth:`forward` on tensors: the greedy action (one-hot or an
+        index, as the action space says) and the chosen action's value (``[*B, 1]``).
+
+        Args:
+            values: the action values, ``[*B, n]``.
+            mask: the actions allowed (``[*B, n]``, bool), or ``None``.
+
+        Examples:
+            >>> import torch
+            >>> action, chosen = QValueModule(action_space="one_hot").greedy(torch.tensor([[1.0, 3.0]]))
+            >>> action.tolist(), chosen.tolist()
+            ([[0, 1]], [[3.0]])
+        """
+        scores = values if mask is None else values.masked_fill(~mask.bool(), float("-inf"))
         index = scores.argmax(-1)
         if self.action_space == "one_hot":
             action = torch.nn.functional.one_hot(index, values.shape[-1]).to(self._action_dtype)
         else:
             action = index.unsqueeze(-1) if self._keep_dim else index
             action = action.to(self._action_dtype)
-        chosen = values.gather(-1, index.unsqueeze(-1))
-        action_key, values_key, chosen_key = self.out_keys
-        tensordict.set(action_key, action)
-        tensordict.set(values_key, values)
-        tensordict.set(chosen_key, chosen)
-        return tensordict
+        return action, values.gather(-1, index.unsqueeze(-1))
 
 
 class QValueActor(_HoldsSpec, TensorDictSequential):

@@ -3,12 +3,13 @@
 A ``TensorDictModule`` of a plain ``torch.nn.Module`` reads tensors at its ``in_keys``,
 calls the module and writes its ``out_keys``. Building a tensordict for every step only
 to do that costs more than a small network's forward pass; :func:`compile_policy` turns
-a policy made of such modules (alone, or in a ``TensorDictSequential``, followed by
-``OrnsteinUhlenbeckProcessModule`` or ``AdditiveGaussianModule`` exploration) into a
+a policy made of such modules (alone, or in a ``TensorDictSequential``, followed by a
+``QValueModule``'s greedy choice or ``OrnsteinUhlenbeckProcessModule`` or
+``AdditiveGaussianModule`` exploration) into a
 function on a plain ``dict`` of tensors that does the same arithmetic in the same order,
 so that its results are the module's, bit for bit (the tests compare them). In a
-sequence, a member that does not compile (a ``QValueModule``, a user's own module with
-top-level keys) is called on one tensordict of the step's entries and the rest still runs
+sequence, a member that does not compile (a ``ProbabilisticActor``, a user's own module
+with top-level keys) is called on one tensordict of the step's entries and the rest still runs
 on tensors. Any other policy gives ``None`` and the collector calls it on tensordicts.
 
 Examples:
@@ -198,9 +199,37 @@ def _compile_gaussian(module: Any) -> TensorStep | None:
     return step
 
 
+def _compile_qvalue(module: Any) -> TensorStep | None:
+    """A ``QValueModule`` on a dict: its own :meth:`~cadence.modules.actors.QValueModule.greedy`
+    on the action values (and mask), its three out keys written."""
+    mask_key = module.action_mask_key
+    keys = [module.action_value_key, *([mask_key] if mask_key is not None else []), *module.out_keys]
+    if not _plain_module(module) or not _keys_are_plain(keys):
+        return None
+    values_key = module.action_value_key
+    action_key, out_values_key, chosen_key = module.out_keys
+    greedy = module.greedy
+
+    def step(values: Values) -> None:
+        action_values = values.get(values_key)
+        if action_values is None:
+            raise KeyError(f"QValueModule: the step holds no action values at {values_key!r}; it holds {sorted(values)}")
+        mask = None
+        if mask_key is not None:
+            mask = values.get(mask_key)
+            if mask is None:
+                raise KeyError(f"QValueModule: the step holds no action mask at {mask_key!r}; it holds {sorted(values)}")
+        action, chosen = greedy(action_values, mask)
+        values[action_key] = action
+        values[out_values_key] = action_values
+        values[chosen_key] = chosen
+
+    return step
+
+
 def tensordict_step(module: Any, batch_size: torch.Size | tuple[int, ...]) -> TensorStep | None:
-    """A module that does not compile to tensors (a ``ProbabilisticActor``, a
-    ``QValueModule``, a user's own exploration module...) as a step on the entries' dict:
+    """A module that does not compile to tensors (a ``ProbabilisticActor``, an
+    ``EGreedyModule``, a user's own exploration module...) as a step on the entries' dict:
     it is called on one TensorDict of the step's entries, as a tensordict loop calls it,
     and what it writes goes back into the dict.
 
@@ -246,9 +275,10 @@ def compile_policy(policy: Any, batch_size: torch.Size | tuple[int, ...] = ()) -
     annealed by ``.step()`` are read at each call).
 
     Args:
-        policy: a ``TensorDictModule`` of a plain module, a ``TanhModule``, an
-            exploration module, or a ``TensorDictSequential`` of those; anything else
-            gives ``None``.
+        policy: a ``TensorDictModule`` of a plain module, a ``TanhModule``, a
+            ``QValueModule``, an exploration module, or a ``TensorDictSequential`` of
+            those (whose other members run on a tensordict of the step's entries);
+            anything else gives ``None``.
         batch_size: the batch size of the tensordicts the policy would be called on
             (the env's); the exploration modules read it.
 
@@ -265,12 +295,14 @@ def compile_policy(policy: Any, batch_size: torch.Size | tuple[int, ...] = ()) -
         >>> compile_policy(seq) is not None, compile_policy(lambda td: td)
         (True, None)
     """
-    from cadence.modules.actors import TanhModule
+    from cadence.modules.actors import QValueModule, TanhModule
     from cadence.modules.exploration import AdditiveGaussianModule, OrnsteinUhlenbeckProcessModule
 
     batch_size = torch.Size(batch_size)
     if type(policy) is TanhModule:
         return _compile_tanh(policy)
+    if type(policy) is QValueModule:
+        return _compile_qvalue(policy)
     if type(policy) is OrnsteinUhlenbeckProcessModule:
         return _compile_ou(policy, batch_size)
     if type(policy) is AdditiveGaussianModule:
@@ -284,7 +316,7 @@ def compile_policy(policy: Any, batch_size: torch.Size | tuple[int, ...] = ()) -
             or not _plain_module(policy)
         ):
             return None
-        # members that do not compile (a QValueModule, a user's own module) run on one
+        # members that do not compile (a ProbabilisticActor, a user's own module) run on one
         # tensordict of the step's entries; the others on tensors
         steps = [compile_policy(module, batch_size) or tensordict_step(module, batch_size) for module in policy.module]
         if any(step is None for step in steps):

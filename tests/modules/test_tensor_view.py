@@ -122,14 +122,48 @@ def test_what_does_not_compile() -> None:
     assert compile_policy(TensorDictModule(torch.nn.Linear(3, 1), [("nested", "obs")], ["action"])) is None
 
 
-def test_a_sequence_with_a_member_that_does_not_compile_runs_it_on_a_tensordict() -> None:
+@pytest.mark.parametrize("action_space", ["one_hot", "categorical"])
+def test_a_qvalue_policy_compiles_and_matches_the_module(action_space: str) -> None:
     from cadence.modules import QValueModule
 
     mlp = _mlp()
+    qvalue = QValueModule(action_space=action_space)
+    assert compile_policy(qvalue) is not None
     _run_both(lambda: TensorDictSequential(
         TensorDictModule(mlp, ["observation"], ["action_value"]),
-        QValueModule(action_space="one_hot"),
+        QValueModule(action_space=action_space),
     ))
+
+
+def test_a_compiled_qvalue_module_keeps_to_its_mask_and_names_what_is_missing() -> None:
+    from cadence.modules import QValueModule
+
+    module = QValueModule(action_space="categorical", action_mask_key="mask")
+    step = compile_policy(module)
+    assert step is not None
+    action_values = torch.tensor([[1.0, 5.0, 2.0], [4.0, 0.0, 3.0]])
+    mask = torch.tensor([[True, False, True], [False, True, True]])
+    values = {"action_value": action_values, "mask": mask}
+    step(values)
+    reference = module(TensorDict({"action_value": action_values, "mask": mask}, [2]))
+    assert values["action"].tolist() == reference["action"].tolist() == [2, 2]
+    assert torch.equal(values["chosen_action_value"], reference["chosen_action_value"])
+    with pytest.raises(KeyError, match="no action mask at 'mask'"):
+        step({"action_value": action_values})
+
+
+def test_a_sequence_with_a_member_that_does_not_compile_runs_it_on_a_tensordict() -> None:
+    from tensordict.nn import TensorDictModuleBase
+
+    class Clamp(TensorDictModuleBase):  # a user's own module: not compiled, run on a tensordict
+        in_keys, out_keys = ["hidden"], ["action"]
+
+        def forward(self, tensordict: TensorDict) -> TensorDict:
+            return tensordict.set("action", tensordict.get("hidden").clamp(-0.1, 0.1))
+
+    mlp = _mlp()
+    assert compile_policy(Clamp()) is None
+    _run_both(lambda: TensorDictSequential(TensorDictModule(mlp, ["observation"], ["hidden"]), Clamp()))
 
 
 def test_a_member_writing_a_nested_entry_is_named() -> None:
