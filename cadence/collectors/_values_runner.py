@@ -23,15 +23,30 @@ Examples:
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from tensordict import TensorDict, TensorDictBase
 
 from cadence.collectors._runners import TRAJ_KEY, TrajectoryIds
 from cadence.envs.common import EnvBase
-from cadence.envs.values_loop import ValuesLoop, any_done
+from cadence.envs.values_loop import Recording, ValuesLoop
 from cadence.modules.tensor_view import TensorStep, tensordict_step
 
 __all__ = ["ValuesRunner", "tensordict_step"]
+
+
+class _WithTrajectoryIds(Recording):
+    """A recording that also keeps, per step, the ids of the trajectories the step belongs to."""
+
+    def __init__(self, dim: int, ids: TrajectoryIds) -> None:
+        super().__init__(dim)
+        self.ids = ids
+        self.traj_ids: list[torch.Tensor] = []
+
+    def add(self, entries: dict[Any, torch.Tensor], next_entries: dict[Any, torch.Tensor]) -> None:
+        self.traj_ids.append(self.ids.current)  # read before a done step renews them
+        super().add(entries, next_entries)
 
 
 class ValuesRunner:
@@ -68,19 +83,10 @@ class ValuesRunner:
         drawn as the env's ``rand_action`` draws them."""
         if self.root is None:
             self.reset()
-        batch_size, loop = self.env.batch_size, self.loop
-        recording = loop.recording()
-        ids: list[torch.Tensor] = []
-        root = self.root
-        assert root is not None
-        for _ in range(steps):
-            ids.append(self.ids.current)
-            step = loop.step(root, policy)
-            recording.add(step.entries, step.next_entries)
-            root = step.next_root
-            if any_done(step.done):
-                self.ids.renew(step.done.reshape(*batch_size, -1).any(-1))
-                root = loop.reset_done(root)
-        self.root = root
-        traj_ids = {TRAJ_KEY[0]: {TRAJ_KEY[1]: torch.stack(ids, self.env.batch_dims)}}
-        return loop.assemble(recording, traj_ids)
+        batch_size, loop, ids = self.env.batch_size, self.loop, self.ids
+        recording = _WithTrajectoryIds(self.env.batch_dims, ids)
+        assert self.root is not None
+        self.root = loop.run(self.root, steps, policy, recording,
+                             on_done=lambda done: ids.renew(done.reshape(*batch_size, -1).any(-1)))
+        extra = {TRAJ_KEY[0]: {TRAJ_KEY[1]: torch.stack(recording.traj_ids, self.env.batch_dims)}}
+        return loop.assemble(recording, extra)

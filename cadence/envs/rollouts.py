@@ -197,20 +197,9 @@ class EnvRollouts:
         set_truncated: bool,
     ) -> TensorDictBase:
         """The generic rollout loop below (random actions, from a reset), on plain tensors."""
-        from cadence.envs.values_loop import any_done  # it builds on this module
-
-        root = loop.entries(self.reset())
         recording = loop.recording()
-        for t in range(max_steps):
-            step = loop.step(root, None)
-            recording.add(step.entries, step.next_entries)
-            done = step.done
-            if (break_when_any_done and any_done(done)) or (break_when_all_done and done.all()):
-                break
-            if t + 1 < max_steps:
-                root = step.next_root
-                if not break_when_any_done and any_done(done):
-                    root = loop.reset_done(root)
+        loop.run(loop.entries(self.reset()), max_steps, None, recording, break_when_any_done=break_when_any_done,
+                 break_when_all_done=break_when_all_done, reset_after_last=False)
         result = loop.assemble(recording)
         if set_truncated:
             self._mark_truncated(result)

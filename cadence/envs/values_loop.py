@@ -144,6 +144,64 @@ class ValuesLoop:
                 next_root[key] = value
         return ValuesStep(values, next_entries, next_root, next_entries["done"])
 
+    def run(
+        self,
+        root: Entries,
+        steps: int,
+        policy: TensorPolicy | None,
+        recording: Recording,
+        *,
+        break_when_any_done: bool = False,
+        break_when_all_done: bool = False,
+        reset_after_last: bool = True,
+        on_done: Callable[[torch.Tensor], None] | None = None,
+    ) -> Entries | None:
+        """Takes up to ``steps`` steps from the input entries ``root``, recording each.
+
+        This is the time loop on values: the rollout (random actions, from a reset) and
+        the collector's batches both run it. The done components are reset between steps
+        (and after the last one, with ``reset_after_last``: a collector's next batch goes
+        on from there, where a rollout leaves the env as its last step left it);
+        ``on_done`` hears of each step's done flags first (the collector renews its
+        trajectory ids there).
+
+        Args:
+            root: the first step's input entries (not changed).
+            steps: the most steps to take.
+            policy: the policy as a step on the entries (``None``: random actions).
+            recording: where the steps go.
+            break_when_any_done: stop after the first step where any component is done.
+            break_when_all_done: stop after the first step where all components are.
+            reset_after_last: reset the done components after the last step too.
+            on_done: called with a step's done flag when any component is done.
+
+        Returns:
+            The next step's input entries (the done components reset as asked); ``None``
+            when the loop stopped at a done step (a rollout that breaks resets nothing).
+
+        Examples:
+            >>> from cadence.envs import GymEnv
+            >>> env = GymEnv("CartPole-v1")
+            >>> loop = ValuesLoop(env)
+            >>> recording = loop.recording()
+            >>> root = loop.run(loop.entries(env.reset()), 5, None, recording)
+            >>> recording.steps, sorted(root)
+            (5, ['done', 'observation', 'terminated', 'truncated'])
+        """
+        for t in range(steps):
+            step = self.step(root, policy)
+            recording.add(step.entries, step.next_entries)
+            done = step.done
+            root = step.next_root
+            if any_done(done):
+                if break_when_any_done or (break_when_all_done and bool(done.all())):
+                    return None
+                if on_done is not None:
+                    on_done(done)
+                if reset_after_last or t + 1 < steps:
+                    root = self.reset_done(root)
+        return root
+
     def step_and_maybe_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase] | None:
         """``env.step_and_maybe_reset(tensordict)`` on plain tensors: the same two fresh
         TensorDicts (``tensordict`` with ``"next"`` written in, and the next input, its done
