@@ -36,10 +36,11 @@ from tensordict.nn import TensorDictModule, TensorDictSequential
 
 import cadence
 from cadence.collectors import SyncDataCollector
-from cadence.data import Bounded, Composite, Unbounded
+from cadence.data import Bounded, Composite, OneHot, Unbounded
 from cadence.envs import EnvBase, SerialEnv, TransformedEnv
 from cadence.envs.libs.gym import GymEnv
 from cadence.envs.transforms import Compose, DoubleToFloat, InitTracker, ObservationNorm, RewardSum, StepCounter
+from cadence.envs.utils import step_mdp
 from cadence.modules import MLP, QValueModule
 
 CADENCE_ROOT = Path(cadence.__file__).resolve().parent
@@ -88,21 +89,20 @@ class CountingEnv(EnvBase):
             {"observation": observation, "reward": torch.ones(1), "done": done, "terminated": done}, []
         )
 
-    def _set_seed(self, seed: int | None) -> None:
-        pass
 
-
-def _q_policy(env: EnvBase) -> TensorDictSequential:
+def _q_policy() -> TensorDictSequential:
+    """CartPole's Q-value policy: 4 observations to 2 action values, the greedy one-hot action."""
     torch.manual_seed(0)
     net = MLP(in_features=4, out_features=2, num_cells=[32])
     return TensorDictSequential(
-        TensorDictModule(net, ["observation"], ["action_value"]), QValueModule(spec=env.action_spec)
+        TensorDictModule(net, ["observation"], ["action_value"]), QValueModule(spec=OneHot(2))
     )
 
 
-def _actor(env: EnvBase, observation: int = 3) -> TensorDictModule:
+def _actor() -> TensorDictModule:
+    """Pendulum's actor: 3 observations to 1 action."""
     torch.manual_seed(0)
-    return TensorDictModule(MLP(in_features=observation, out_features=1, num_cells=[32]), ["observation"], ["action"])
+    return TensorDictModule(MLP(in_features=3, out_features=1, num_cells=[32]), ["observation"], ["action"])
 
 
 def _transformed_pendulum() -> TransformedEnv:
@@ -119,8 +119,6 @@ def _transformed_pendulum() -> TransformedEnv:
 
 
 def _step_loop(env: EnvBase, policy: Callable[[TensorDictBase], TensorDictBase] | None = None) -> None:
-    from cadence.envs.utils import step_mdp
-
     td = env.reset()
     for _ in range(STEPS):
         td = policy(td) if policy is not None else env.rand_action(td)
@@ -147,56 +145,36 @@ def _collect(env: EnvBase, policy: Any = None) -> None:
 def configurations() -> dict[str, Callable[[], None]]:
     """The 20 configurations traced, by name."""
 
-    def cartpole_policy_rollout() -> None:
-        env = GymEnv("CartPole-v1")
-        env.rollout(STEPS, _q_policy(env), break_when_any_done=False)
-
-    def pendulum_policy_rollout() -> None:
-        env = GymEnv("Pendulum-v1")
-        env.rollout(STEPS, _actor(env))
-
-    def serial_policy_rollout() -> None:
-        env = SerialEnv(2, lambda: GymEnv("Pendulum-v1"))
-        env.rollout(STEPS, _actor(env))
-
-    def transformed_policy_rollout() -> None:
-        env = _transformed_pendulum()
-        env.rollout(STEPS, _actor(env))
-
-    def pendulum_step_policy() -> None:
-        env = GymEnv("Pendulum-v1")
-        _step_loop(env, _actor(env))
-
-    def cartpole_step_and_maybe_reset_policy() -> None:
-        env = GymEnv("CartPole-v1")
-        _step_and_maybe_reset_loop(env, _q_policy(env))
-
     return {
         "rollout CartPole random": lambda: GymEnv("CartPole-v1").rollout(STEPS, break_when_any_done=False),
         "rollout CartPole random, stop when done": lambda: GymEnv("CartPole-v1").rollout(STEPS),
-        "rollout CartPole MLP+QValueModule": cartpole_policy_rollout,
-        "rollout Pendulum MLP actor": pendulum_policy_rollout,
+        "rollout CartPole MLP+QValueModule": lambda: GymEnv("CartPole-v1").rollout(
+            STEPS, _q_policy(), break_when_any_done=False
+        ),
+        "rollout Pendulum MLP actor": lambda: GymEnv("Pendulum-v1").rollout(STEPS, _actor()),
         "rollout CartPole num_envs=4 random": lambda: GymEnv("CartPole-v1", num_envs=4).rollout(STEPS),
         "rollout SerialEnv(2) random": lambda: SerialEnv(2, lambda: GymEnv("Pendulum-v1")).rollout(STEPS),
-        "rollout SerialEnv(2) MLP actor": serial_policy_rollout,
+        "rollout SerialEnv(2) MLP actor": lambda: SerialEnv(2, lambda: GymEnv("Pendulum-v1")).rollout(STEPS, _actor()),
         "rollout TransformedEnv random": lambda: _transformed_pendulum().rollout(STEPS),
-        "rollout TransformedEnv MLP actor": transformed_policy_rollout,
+        "rollout TransformedEnv MLP actor": lambda: _transformed_pendulum().rollout(STEPS, _actor()),
         "rollout torch env": lambda: CountingEnv().rollout(STEPS, break_when_any_done=False),
         "step loop Pendulum random": lambda: _step_loop(GymEnv("Pendulum-v1")),
-        "step loop Pendulum MLP actor": pendulum_step_policy,
+        "step loop Pendulum MLP actor": lambda: _step_loop(GymEnv("Pendulum-v1"), _actor()),
         "step loop torch env": lambda: _step_loop(CountingEnv()),
         "step_and_maybe_reset CartPole random": lambda: _step_and_maybe_reset_loop(GymEnv("CartPole-v1")),
-        "step_and_maybe_reset CartPole MLP+QValueModule": cartpole_step_and_maybe_reset_policy,
+        "step_and_maybe_reset CartPole MLP+QValueModule": lambda: _step_and_maybe_reset_loop(
+            GymEnv("CartPole-v1"), _q_policy()
+        ),
         "collector CartPole random": lambda: _collect(GymEnv("CartPole-v1")),
-        "collector Pendulum MLP actor": lambda: _collect(GymEnv("Pendulum-v1"), _actor(GymEnv("Pendulum-v1"))),
-        "collector TransformedEnv MLP actor": lambda: _collect(_transformed_pendulum(), _actor(GymEnv("Pendulum-v1"))),
+        "collector Pendulum MLP actor": lambda: _collect(GymEnv("Pendulum-v1"), _actor()),
+        "collector TransformedEnv MLP actor": lambda: _collect(_transformed_pendulum(), _actor()),
         "collector SerialEnv(2) random": lambda: _collect(SerialEnv(2, lambda: GymEnv("Pendulum-v1"))),
         "collector torch env": lambda: _collect(CountingEnv()),
     }
 
 
 def _is_machinery(filename: str) -> bool:
-    path = Path(filename)
+    path = Path(filename).resolve()
     return path.is_relative_to(CADENCE_ROOT) and not any(path.is_relative_to(f) for f in SIMULATOR_FOLDERS)
 
 
@@ -212,7 +190,7 @@ def trace(run: Callable[[], None]) -> set[tuple[str, ...]]:
 
     def is_machinery(filename: str) -> bool:
         if filename not in machinery:
-            machinery[filename] = _is_machinery(str(Path(filename).resolve()))
+            machinery[filename] = _is_machinery(filename)
         return machinery[filename]
 
     def profile(frame: FrameType, event: str, arg: Any) -> None:
