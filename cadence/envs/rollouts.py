@@ -1,12 +1,15 @@
 """``rollout``: the step loop every env offers, and the shortcuts it takes.
 
-``EnvBase`` mixes :class:`EnvRollouts` in. ``rollout`` first asks the env for a shortcut
-(``_fast_rollout``: by default the env's array simulator, see
+``EnvBase`` mixes :class:`EnvRollouts` in. ``rollout`` with a policy module runs the step
+loop on plain tensors (:mod:`cadence.envs.values_loop`) wherever the env steps on values,
+the policy compiled to a step on the entries' dict
+(:func:`~cadence.modules.tensor_view.compile_policy`). Otherwise it asks the env for a
+shortcut (``_fast_rollout``: by default the env's array simulator, see
 :mod:`cadence.envs.array_simulator`; ``TransformedEnv`` transforms a rollout of its base
-env over time; ``ParallelEnv`` rolls out in chunks), then, for random actions, the step
-loop on plain tensors (:mod:`cadence.envs.values_loop`), and otherwise runs the generic
-loop: a tensordict per step, stacked once at the end. Every shortcut gives the generic
-loop's data, entry for entry (the tests compare them).
+env over time; ``ParallelEnv`` rolls out in chunks), then, for random actions, the loop
+on plain tensors again, and otherwise runs the generic loop: a tensordict per step,
+stacked once at the end. Every shortcut gives the generic loop's data, entry for entry
+(the tests compare them).
 
 Examples:
     >>> from cadence.envs.custom import PendulumEnv
@@ -24,6 +27,7 @@ from tensordict import LazyStackedTensorDict, TensorDictBase
 
 from cadence.envs.env_specs import as_tuple_key
 from cadence.envs.utils import policy_on_device
+from cadence.modules.tensor_view import TensorStep, compile_policy, tensordict_step
 
 if TYPE_CHECKING:  # pragma: no cover - type hints only (the env core builds on this module)
     from cadence.envs.common import EnvBase
@@ -134,6 +138,16 @@ class EnvRollouts:
             raise ValueError(f"rollout() needs max_steps >= 1, got {max_steps}.")
         if auto_cast_to_device and policy is not None:
             policy = policy_on_device(policy, self.device)
+        if (policy is not None and callback is None and auto_reset and tensordict is None and return_contiguous
+                and not self._has_dynamic_specs()):
+            from cadence.envs.values_loop import ValuesLoop, values_loop_applies  # it builds on this module
+
+            # a tensordict module as a step on the entries' dict: compiled to its arithmetic, or
+            # called on one tensordict of them
+            step = compile_policy(policy, self.batch_size) or tensordict_step(policy, self.batch_size)
+            if step is not None and values_loop_applies(self):
+                return self._values_rollout(ValuesLoop(self), max_steps, break_when_any_done,
+                                            break_when_all_done, set_truncated, step)
         fast = self._fast_rollout(
             max_steps,
             policy=policy,
@@ -194,11 +208,12 @@ class EnvRollouts:
 
     def _values_rollout(
         self: EnvBase, loop: ValuesLoop, max_steps: int, break_when_any_done: bool, break_when_all_done: bool,
-        set_truncated: bool,
+        set_truncated: bool, policy: TensorStep | None = None,
     ) -> TensorDictBase:
-        """The generic rollout loop below (random actions, from a reset), on plain tensors."""
+        """The generic rollout loop below (from a reset), on plain tensors: ``policy`` as a
+        step on the entries' dict, or random actions."""
         recording = loop.recording()
-        loop.run(loop.entries(self.reset()), max_steps, None, recording, break_when_any_done=break_when_any_done,
+        loop.run(loop.entries(self.reset()), max_steps, policy, recording, break_when_any_done=break_when_any_done,
                  break_when_all_done=break_when_all_done, reset_after_last=False)
         result = loop.assemble(recording)
         if set_truncated:
