@@ -40,7 +40,7 @@ Examples:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
 import numpy as np
 import torch
@@ -52,6 +52,7 @@ if TYPE_CHECKING:  # pragma: no cover - type hints only (the env core builds on 
     from cadence.envs.common import EnvBase
 
 __all__ = [
+    "STEP_MACHINERY",
     "ArraySimulator",
     "arrays_fit",
     "env_entry_names",
@@ -65,6 +66,12 @@ __all__ = [
 ]
 
 ENV_ROOT_FLAGS = ("done", "terminated", "truncated")
+
+#: ``EnvBase``'s step bookkeeping, which every kernel stands in for: a class that defines one
+#: of these takes its own steps (``step()`` on TensorDicts, every step; see ``EnvBase.kernel``)
+STEP_MACHINERY = frozenset(
+    {"step", "reset", "_step_mdp", "_reset_done", "_complete_done", "_check_step_input", "_step_as_values"}
+)
 _ENV_NEXT_KEYS = ("reward", "done", "terminated", "truncated")
 TensorDictPolicy = Callable[[TensorDictBase], TensorDictBase | None]
 
@@ -288,6 +295,31 @@ class ArraySimulator:
         def reset_done(self, done: np.ndarray, obs: Any) -> Any: ...
         def write_observation(self, targets: dict[str, np.ndarray], index: tuple[Any, ...], obs: Any) -> None: ...
 
+    #: The env methods this kernel stands in for (it does what they do without calling them):
+    #: an env class that defines one of them below the class that declared this kernel
+    #: (``array_kernel = ...`` in its body) takes those steps itself, and gets
+    #: :attr:`FALLBACK` (``EnvBase.__init_subclass__`` applies the rule once, per class).
+    REPLACES: ClassVar[frozenset[str]] = STEP_MACHINERY
+
+    #: The kernel such a class gets instead (``None``: the generic step through ``step()``).
+    FALLBACK: ClassVar[type[ArraySimulator] | None] = None
+
+    @classmethod
+    def for_env(cls, env: EnvBase) -> ArraySimulator | None:
+        """This kernel over ``env``, or ``None`` where the env's settings now need the
+        generic step (a device, type checks...); by default, always this kernel."""
+        return cls(env)
+
+    def describe(self) -> str:
+        """What takes the env's steps, in words (``env.kernel`` shows it).
+
+        Examples:
+            >>> from cadence.envs import GymEnv
+            >>> GymEnv("Pendulum-v1")._array_simulator().describe()
+            'gymnasium env, stepped into arrays'
+        """
+        return f"{type(self).__name__}, stepped into arrays"
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         missing = [name for name in cls.PROTOCOL if not callable(getattr(cls, name, None))]
@@ -491,6 +523,21 @@ class SerialSimulators(ArraySimulator):
         >>> len(SerialEnv(3, lambda: GymEnv("Pendulum-v1"))._array_simulator().simulators)
         3
     """
+
+    @classmethod
+    def for_env(cls, env: EnvBase) -> SerialSimulators | None:
+        """The sub-envs' kernels, where every sub-env has one (and no type checks run)."""
+        batch: Any = env
+        batch.start()
+        if batch.run_type_checks:
+            return None
+        simulators = [sub._array_simulator() for sub in batch._envs]
+        if any(simulator is None for simulator in simulators):
+            return None
+        return cls(env, simulators)
+
+    def describe(self) -> str:
+        return f"serial: {len(self.simulators)} x ({self.simulators[0].describe()})"
 
     def __init__(self, env: EnvBase, simulators: Sequence[ArraySimulator]) -> None:
         super().__init__(env, simulators[0].observation_keys)

@@ -307,6 +307,9 @@ class SerialEnv(BatchedEnvBase):
         torch.Size([4, 10])
     """
 
+    #: The sub-envs' kernels, stepped one after the other on their rows of the same arrays.
+    array_kernel = SerialSimulators
+
     def _start_workers(self) -> None:
         self._envs: list[EnvBase] = [creator() for creator in self.create_env_fn]
         self._current: list[TensorDictBase | StepValues | None] = [None] * self.num_workers
@@ -395,18 +398,6 @@ class SerialEnv(BatchedEnvBase):
         self._current_entries = None
         stacked = {key: torch.stack([result[key] for result in results], 0) for key in results[0]}
         return StepValues(stacked, self.batch_size, self.device)
-
-    def _array_simulator(self) -> ArraySimulator | None:
-        """The sub-envs' simulators, stepped one after the other on their rows of the same
-        arrays (:class:`~cadence.envs.array_simulator.SerialSimulators`), where every sub-env
-        has one; else ``None``."""
-        self.start()
-        if self.run_type_checks:
-            return None
-        simulators = [env._array_simulator() for env in self._envs]
-        if any(simulator is None for simulator in simulators):
-            return None
-        return SerialSimulators(self, simulators)  # type: ignore[arg-type]
 
     def _moved_on(self, data: TensorDictBase) -> None:
         """The sub-envs moved on outside step()/reset(): each now stands at its last "next" data."""

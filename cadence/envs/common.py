@@ -36,7 +36,7 @@ Examples:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 from tensordict import TensorDict, TensorDictBase
@@ -46,16 +46,22 @@ from cadence.envs.env_specs import EnvSpecs, as_tuple_key, unwrap_key
 from cadence.envs.metadata import EnvMetaData
 from cadence.envs.rollouts import EnvRollouts
 from cadence.envs.seeding import SEED_RANGE, next_seed, validate_seed
+from cadence.envs.array_simulator import STEP_MACHINERY, ArraySimulator
 from cadence.envs.step_values import StepValues
+from cadence.envs.torch_simulator import TorchEnvSimulator
 from cadence.envs.utils import action_in_spec_dtype, check_in_spec, read_entry, step_mdp
 
-if TYPE_CHECKING:  # pragma: no cover - type hints only (these modules build on this one)
-    from cadence.envs.array_simulator import ArraySimulator
+if TYPE_CHECKING:  # pragma: no cover - type hints only (this module builds on it)
     from cadence.envs.values_loop import ValuesLoop
 
 NestedKey = str | tuple[str, ...]
 
 __all__ = ["EnvBase", "EnvMetaData", "SEED_RANGE", "next_seed", "validate_seed"]
+
+
+def _defining_class(cls: type, name: str) -> str:
+    """The name of the class on ``cls``'s MRO whose body defines ``name``."""
+    return next(klass.__qualname__ for klass in cls.__mro__ if name in klass.__dict__)
 
 
 def _expand_mask(mask: torch.Tensor, shape: torch.Size) -> torch.Tensor:
@@ -126,6 +132,15 @@ class EnvBase(EnvSpecs, EnvRollouts, torch.nn.Module):
     #: Whether inputs must have exactly the env's batch size (stateless envs may
     #: accept any leading batch).
     batch_locked: bool = True
+
+    #: The kernel that steps this env's simulators into arrays (see :attr:`kernel`): by
+    #: default an env written in torch steps its own ``_step`` there.
+    array_kernel: ClassVar[type[ArraySimulator] | None] = TorchEnvSimulator
+
+    #: Whether the class keeps ``step()``'s bookkeeping as EnvBase has it
+    #: (:data:`~cadence.envs.array_simulator.STEP_MACHINERY`); a class that defines its own
+    #: takes every step through it.
+    stock_step_machinery: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -350,12 +365,58 @@ class EnvBase(EnvSpecs, EnvRollouts, torch.nn.Module):
     def _array_simulator(self) -> ArraySimulator | None:
         """This env's simulators on the array protocol (see :mod:`cadence.envs.array_simulator`),
         which rollouts, serial batches, parallel workers and collectors step into preallocated
-        arrays; ``None`` where the env has none. By default, an env written in torch steps its
-        own ``_step`` there (:class:`~cadence.envs.torch_simulator.TorchEnvSimulator`), where
-        it keeps to the generic step's machinery; a backend overrides this."""
-        from cadence.envs.torch_simulator import TorchEnvSimulator, torch_simulator_applies  # it builds on this module
+        arrays: the class's :attr:`array_kernel` over this env, ``None`` where it has none or
+        the env's settings need the generic step."""
+        kernel = type(self).array_kernel
+        return None if kernel is None else kernel.for_env(self)
 
-        return TorchEnvSimulator(self) if torch_simulator_applies(self) else None
+    @property
+    def kernel(self) -> str:
+        """What takes this env's steps, in words: a backend's kernel stepping its simulators
+        into arrays, the step on plain tensors, or the generic step through the class's ``_step``.
+
+        The rule is declared, once per class: a backend class names its kernel in its body
+        (``array_kernel = GymSimulator``); a subclass inherits it unless its own body defines
+        a method the kernel stands in for (``array_kernel.REPLACES``: ``step()``'s
+        bookkeeping, and the backend's readers), in which case the subclass takes those
+        steps itself (the kernel's ``FALLBACK``, else the generic step). Settings that need
+        the generic step (``run_type_checks``, a device, ``auto_reset``) are read when a
+        path asks.
+
+        Examples:
+            >>> from cadence.envs import GymEnv, PendulumEnv
+            >>> GymEnv("Pendulum-v1").kernel, PendulumEnv().kernel
+            ('gymnasium env, stepped into arrays', 'torch: PendulumEnv._step, stepped into arrays')
+            >>> class Logged(GymEnv):
+            ...     def _step(self, tensordict):
+            ...         return super()._step(tensordict)
+            >>> Logged("Pendulum-v1").kernel
+            'generic: Logged._step'
+        """
+        cls = type(self)
+        if not cls.stock_step_machinery:
+            own = [f"{_defining_class(cls, name)}.{name}" for name in sorted(STEP_MACHINERY)
+                   if _defining_class(cls, name) != "EnvBase"]
+            return f"generic: {', '.join(own)}, {_defining_class(cls, '_step')}._step"
+        simulator = self._array_simulator()
+        if simulator is not None:
+            return simulator.describe()
+        if self._values_step_applies():
+            return f"values: {_defining_class(type(self), '_step_values')}._step_values"
+        return f"generic: {_defining_class(type(self), '_step')}._step"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # the rule of `kernel`: applied once, from what the class's own body defines
+        defined = cls.__dict__.keys()
+        if not STEP_MACHINERY.isdisjoint(defined):
+            cls.stock_step_machinery = False
+        if "array_kernel" not in defined:
+            kernel = cls.array_kernel
+            while kernel is not None and not kernel.REPLACES.isdisjoint(defined):
+                kernel = kernel.FALLBACK
+            if kernel is not cls.array_kernel:  # set only when withdrawn: a mixin's declaration stays visible
+                cls.array_kernel = kernel
 
     # ------------------------------------------------------------------ the step on plain tensors
     def _values_step_applies(self) -> bool:
@@ -567,8 +628,7 @@ class EnvBase(EnvSpecs, EnvRollouts, torch.nn.Module):
         def build() -> ValuesLoop | bool:
             from cadence.envs.values_loop import ValuesLoop, values_loop_applies  # it builds on this module
 
-            stock = all(getattr(type(self), name) is getattr(EnvBase, name)  # a subclass's own step() is kept
-                        for name in ("step", "_step_mdp", "_reset_done", "_step_as_values"))
+            stock = type(self).stock_step_machinery  # a subclass's own step() is kept
             return ValuesLoop(self) if stock and values_loop_applies(self) else False
 
         return self._cached("manual_values_loop", build) or None

@@ -12,14 +12,14 @@ Examples:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
 from cadence.data import Composite, NonTensor, TensorSpec, Unbounded
-from cadence.envs.array_simulator import ArraySimulator
+from cadence.envs.array_simulator import STEP_MACHINERY
 from cadence.envs.common import EnvBase
 from cadence.envs.gym_like_simulator import GymLikeSimulator, gym_like_simulator_applies
 from cadence.envs.step_values import StepValues
@@ -111,6 +111,26 @@ class GymLikeEnv(EnvBase):
     """
 
     _env: Any
+
+    #: The stock readers' simulator stepped into arrays (see ``EnvBase.kernel``).
+    array_kernel = GymLikeSimulator
+
+    #: Whether :meth:`_step_values` (``_step``'s entries, without the TensorDict) stands in
+    #: for the class's ``_step``; withdrawn from a subclass whose body defines ``_step``,
+    #: ``_build_output`` or ``step()``'s bookkeeping (as ``EnvBase.kernel`` withdraws kernels).
+    has_values_step: ClassVar[bool] = True
+
+    #: Whether the readers write the reward and all three done flags (the stock ones do);
+    #: withdrawn from a subclass whose body defines ``read_done`` or ``read_reward``.
+    readers_write_every_flag: ClassVar[bool] = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        defined = cls.__dict__.keys()
+        if "has_values_step" not in defined and not (STEP_MACHINERY | {"_step", "_build_output"}).isdisjoint(defined):
+            cls.has_values_step = False
+        if "readers_write_every_flag" not in defined and not {"read_done", "read_reward"}.isdisjoint(defined):
+            cls.readers_write_every_flag = False
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -292,22 +312,10 @@ class GymLikeEnv(EnvBase):
         results["reward"] = self.read_reward(reward)
         return self._build_output(obs, info, results)
 
-    def _array_simulator(self) -> ArraySimulator | None:
-        """The simulator on the array protocol (a :class:`~cadence.envs.gym_like_simulator.GymLikeSimulator`)
-        where the stock readers serve this env (the arrays are written as they would convert)
-        and ``gym_like_simulator_applies``; ``None`` otherwise."""
-        cls = type(self)
-        stock = ("_step", "_build_output", "read_obs", "_read_entry", "read_reward", "read_done")
-        if all(getattr(cls, name) is getattr(GymLikeEnv, name) for name in stock) and gym_like_simulator_applies(self):
-            return GymLikeSimulator(self)
-        return None
-
     def _values_step_applies(self) -> bool:
         # the stock step and output builder, no info readers, flat observation keys, on the CPU
-        cls = type(self)
         return self._cached("values_step_applies", lambda: (
-            cls._step is GymLikeEnv._step
-            and cls._build_output is GymLikeEnv._build_output
+            type(self).has_values_step
             and not self.info_dict_reader
             and self.device in (None, torch.device("cpu"))
             and all(type(key) is str for key in self.full_observation_spec.keys(True, True))
@@ -316,9 +324,8 @@ class GymLikeEnv(EnvBase):
     @property
     def _step_values_complete(self) -> bool:  # type: ignore[override]
         # the stock readers write the reward and the three flags; the root done spec is theirs
-        cls = type(self)
         return self._cached("step_values_complete", lambda: (
-            cls.read_done is GymLikeEnv.read_done and cls.read_reward is GymLikeEnv.read_reward
+            type(self).readers_write_every_flag
             and list(self._done_prefixes) == [()] and self.reward_keys == ["reward"]
         ))
 

@@ -6,10 +6,10 @@ gymnasium env with dict or tuple observations, ...) with the stock readers gives
 observation entry, rather than through the readers and a tensordict per step. Random
 rollouts, serial batches of such envs and the collectors' array runner then step it.
 
-It applies (:func:`gym_like_simulator_applies`) to stock readers (``read_obs``,
-``read_reward``, ``read_done``, ``_build_output``, ``_step``, which
-``GymLikeEnv._array_simulator`` checks), an array or a flat dict of arrays as
-observation, tensor specs, one ``"action"``, a reward of shape ``(1,)``, the three
+It is ``GymLikeEnv``'s ``array_kernel``: a class keeps it while it keeps the stock readers
+(``read_obs``, ``read_reward``, ``read_done``, ``_build_output``, ``_step``: :attr:`GymLikeSimulator.REPLACES`;
+``EnvBase.kernel`` states the rule). It applies (:func:`gym_like_simulator_applies`) to an array or a flat dict of arrays
+as observation, tensor specs, one ``"action"``, a reward of shape ``(1,)``, the three
 root done flags, no batch dims, pixels, info readers, type checks or auto-reset, on the
 CPU. Resets go through ``env.reset()`` (its checks and bookkeeping, as the generic loop's).
 The results are the generic path's, entry for entry (the tests compare them).
@@ -33,17 +33,18 @@ import numpy as np
 import torch
 
 from cadence.data import NonTensor
-from cadence.envs.array_simulator import ArraySimulator
+from cadence.envs.array_simulator import STEP_MACHINERY, ArraySimulator
 
 if TYPE_CHECKING:  # pragma: no cover - type hints only (gym_like builds on this module)
+    from cadence.envs.common import EnvBase
     from cadence.envs.gym_like import GymLikeEnv
 
 __all__ = ["GymLikeSimulator", "gym_like_simulator_applies"]
 
 
 def gym_like_simulator_applies(env: GymLikeEnv) -> bool:
-    """Whether a :class:`GymLikeSimulator` can step ``env``, given stock readers (which
-    ``GymLikeEnv._array_simulator`` checks; see the module).
+    """Whether a :class:`GymLikeSimulator` can step ``env`` with its settings now, given a
+    class that keeps the stock readers (see the module).
 
     Examples:
         >>> from cadence.envs import GymEnv
@@ -80,6 +81,16 @@ class GymLikeSimulator(ArraySimulator):
         >>> simulator.step(simulator.to_backend(torch.zeros(1)))[0].shape
         (3,)
     """
+
+    #: It writes what the stock readers would read (and calls ``_simulate``, ``read_action``).
+    REPLACES = STEP_MACHINERY | {"_step", "_build_output", "read_obs", "_read_entry", "read_reward", "read_done"}
+
+    @classmethod
+    def for_env(cls, env: EnvBase) -> GymLikeSimulator | None:
+        return cls(env) if gym_like_simulator_applies(env) else None  # type: ignore[arg-type]
+
+    def describe(self) -> str:
+        return f"gym-like: {type(self.env).__name__}'s simulator, stepped into arrays"
 
     def __init__(self, env: GymLikeEnv) -> None:
         super().__init__(env, list(env.full_observation_spec.keys()))

@@ -53,7 +53,7 @@ from cadence.data import NonTensor
 from cadence.envs._shared_memory import anonymous_like
 from cadence.envs.array_simulator import ArraySimulator, arrays_fit
 from cadence.envs.batched import BatchedEnvBase, BatchedMethod, EnvCreator, EnvFactory, SerialEnv
-from cadence.envs.common import next_seed
+from cadence.envs.common import EnvBase, next_seed
 from cadence.envs.utils import exclude_pruned
 from cadence.envs.workers import WorkerDiedError, WorkerError, WorkerPool, default_start_method
 
@@ -190,6 +190,81 @@ class _EnvWorker:
         self.env.close()
 
 
+class ParallelSimulators(ArraySimulator):
+    """A ``ParallelEnv``'s workers on the array protocol: a step writes the batch's action
+    into the shared input and sends every worker one message; each steps its own simulator
+    into the shared output, which this reads as numpy views (copied into the caller's
+    arrays by :meth:`write_observation`). Resets of the done components go through the
+    env's ``reset`` with ``"_reset"`` masks (rare: at the end of episodes).
+
+    Args:
+        env: a ``ParallelEnv`` with shared buffers whose workers all have array simulators.
+
+    Examples:
+        >>> from cadence.envs import GymEnv
+        >>> env = ParallelEnv(2, lambda: GymEnv("Pendulum-v1"))
+        >>> simulator = env._array_simulator()
+        >>> type(simulator).__name__, simulator.observation_keys
+        ('ParallelSimulators', ('observation',))
+        >>> env.close()
+    """
+
+    @classmethod
+    def for_env(cls, env: EnvBase) -> ArraySimulator | None:
+        """The workers, where each steps its own kernel into the shared arrays (in-process:
+        the one env's kernel); ``None`` otherwise."""
+        batch: Any = env
+        batch.start()
+        if batch._in_process is not None:
+            return batch._in_process._array_simulator()
+        if batch._shared is None or not batch._fast_workers or batch.run_type_checks or not arrays_fit(batch):
+            return None
+        return cls(batch)
+
+    def describe(self) -> str:
+        return f"parallel: {self.env.num_workers} workers, each stepping its kernel into shared arrays"
+
+    def __init__(self, env: ParallelEnv) -> None:
+        super().__init__(env, list(env.full_observation_spec.keys()))
+        shared = env._shared
+        assert shared is not None
+        batch = tuple(env.batch_size)
+        self._action = shared.input.get("action")
+        self._obs = {key: shared.output.get(key).numpy() for key in self.observation_keys}
+        self._reward = shared.output.get("reward").numpy().reshape(batch)
+        self._terminated = shared.output.get("terminated").numpy().reshape(batch)
+        self._truncated = shared.output.get("truncated").numpy().reshape(batch)
+
+    def to_backend(self, action: torch.Tensor) -> Any:
+        """The protocol's ``to_backend``: the action as it is (each worker converts its part)."""
+        return action  # each worker converts its part
+
+    def reset_all(self) -> Any:
+        """The protocol's ``reset_all``: the ParallelEnv's reset, as arrays."""
+        out = self.env.reset()
+        return {key: out.get(key).numpy() for key in self.observation_keys}
+
+    def step(self, action: Any) -> tuple[Any, Any, Any, Any]:
+        """The protocol's ``step``: the action written into shared memory, one message to the workers, their
+        results read from shared memory."""
+        self._action.copy_(action)
+        self.env._step_shared()  # type: ignore[attr-defined]
+        return self._obs, self._reward, self._terminated, self._truncated
+
+    def reset_done(self, done: np.ndarray, obs: Any) -> Any:
+        """The protocol's ``reset_done``: a partial reset of the workers whose sub-envs are done."""
+        env = self.env
+        entries: dict[str, Any] = {key: torch.from_numpy(np.array(obs[key])) for key in self.observation_keys}
+        entries["_reset"] = torch.from_numpy(np.array(done)).unsqueeze(-1)
+        out = env.reset(TensorDict(entries, batch_size=env.batch_size))
+        return {key: out.get(key).numpy() for key in self.observation_keys}
+
+    def write_observation(self, targets: dict[str, np.ndarray], index: tuple[Any, ...], obs: Any) -> None:
+        """The protocol's ``write_observation``: each observation entry at ``index``."""
+        for key, array in targets.items():
+            array[index] = obs[key]
+
+
 class ParallelEnv(BatchedEnvBase):
     """``num_workers`` envs, each in its own process, with the API of any env.
 
@@ -230,6 +305,9 @@ class ParallelEnv(BatchedEnvBase):
         >>> single.batch_size, single.runs_in_process
         (torch.Size([1]), True)
     """
+
+    #: The workers, each stepping its own kernel into the shared arrays.
+    array_kernel = ParallelSimulators
 
     def __init__(
         self,
@@ -577,17 +655,6 @@ class ParallelEnv(BatchedEnvBase):
                 output.get(key).copy_(current.get(key))
         self._flag_interrupted(output)
 
-    # ------------------------------------------------------------------ the array protocol
-    def _array_simulator(self) -> ArraySimulator | None:
-        """The workers on the array protocol (:class:`ParallelSimulators`), where every
-        worker steps its own simulator into the shared arrays; ``None`` otherwise."""
-        self.start()
-        if self._in_process is not None:
-            return self._in_process._array_simulator()
-        if self._shared is None or not self._fast_workers or self.run_type_checks or not arrays_fit(self):
-            return None
-        return ParallelSimulators(self)
-
     # ------------------------------------------------------------------ rollout in chunks
     def _fast_rollout(self, max_steps: int, **kwargs: Any) -> TensorDictBase | None:
         self.start()
@@ -623,63 +690,3 @@ class ParallelEnv(BatchedEnvBase):
                 torch.set_num_threads(before)
             self._threads_before = None
         super().close()
-
-
-class ParallelSimulators(ArraySimulator):
-    """A ``ParallelEnv``'s workers on the array protocol: a step writes the batch's action
-    into the shared input and sends every worker one message; each steps its own simulator
-    into the shared output, which this reads as numpy views (copied into the caller's
-    arrays by :meth:`write_observation`). Resets of the done components go through the
-    env's ``reset`` with ``"_reset"`` masks (rare: at the end of episodes).
-
-    Args:
-        env: a ``ParallelEnv`` with shared buffers whose workers all have array simulators.
-
-    Examples:
-        >>> from cadence.envs import GymEnv
-        >>> env = ParallelEnv(2, lambda: GymEnv("Pendulum-v1"))
-        >>> simulator = env._array_simulator()
-        >>> type(simulator).__name__, simulator.observation_keys
-        ('ParallelSimulators', ('observation',))
-        >>> env.close()
-    """
-
-    def __init__(self, env: ParallelEnv) -> None:
-        super().__init__(env, list(env.full_observation_spec.keys()))
-        shared = env._shared
-        assert shared is not None
-        batch = tuple(env.batch_size)
-        self._action = shared.input.get("action")
-        self._obs = {key: shared.output.get(key).numpy() for key in self.observation_keys}
-        self._reward = shared.output.get("reward").numpy().reshape(batch)
-        self._terminated = shared.output.get("terminated").numpy().reshape(batch)
-        self._truncated = shared.output.get("truncated").numpy().reshape(batch)
-
-    def to_backend(self, action: torch.Tensor) -> Any:
-        """The protocol's ``to_backend``: the action as it is (each worker converts its part)."""
-        return action  # each worker converts its part
-
-    def reset_all(self) -> Any:
-        """The protocol's ``reset_all``: the ParallelEnv's reset, as arrays."""
-        out = self.env.reset()
-        return {key: out.get(key).numpy() for key in self.observation_keys}
-
-    def step(self, action: Any) -> tuple[Any, Any, Any, Any]:
-        """The protocol's ``step``: the action written into shared memory, one message to the workers, their
-        results read from shared memory."""
-        self._action.copy_(action)
-        self.env._step_shared()  # type: ignore[attr-defined]
-        return self._obs, self._reward, self._terminated, self._truncated
-
-    def reset_done(self, done: np.ndarray, obs: Any) -> Any:
-        """The protocol's ``reset_done``: a partial reset of the workers whose sub-envs are done."""
-        env = self.env
-        entries: dict[str, Any] = {key: torch.from_numpy(np.array(obs[key])) for key in self.observation_keys}
-        entries["_reset"] = torch.from_numpy(np.array(done)).unsqueeze(-1)
-        out = env.reset(TensorDict(entries, batch_size=env.batch_size))
-        return {key: out.get(key).numpy() for key in self.observation_keys}
-
-    def write_observation(self, targets: dict[str, np.ndarray], index: tuple[Any, ...], obs: Any) -> None:
-        """The protocol's ``write_observation``: each observation entry at ``index``."""
-        for key, array in targets.items():
-            array[index] = obs[key]

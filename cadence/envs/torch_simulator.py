@@ -9,8 +9,8 @@ the generic path stays: the action checked (and cast) as ``step()`` does, the do
 completed, resets through ``_reset_done``. The rollouts, ``SerialEnv`` and the collectors'
 array runner then skip the per-step ``"next"`` TensorDicts, the step_mdp and the stacking.
 
-It applies where the generic step is the stock one (the class overrides neither ``step``
-nor its bookkeeping), on the CPU, with static specs of tensors and the arrays' layout
+It is ``EnvBase``'s own ``array_kernel``: a class keeps it while it keeps ``step()``'s
+bookkeeping (``EnvBase.kernel`` states the rule), and it applies on the CPU, with static specs of tensors and the arrays' layout
 (:func:`~cadence.envs.array_simulator.arrays_fit`, ``"truncated"`` optional); and a rollout takes it only with
 gradients off (``torch.no_grad()``, as collectors run): the arrays hold copies, and a
 rollout that trains through the simulator (the seed's Pendulum tutorial) needs the graph.
@@ -47,22 +47,18 @@ if TYPE_CHECKING:  # pragma: no cover - type hints only
 
 __all__ = ["TorchEnvSimulator", "torch_simulator_applies"]
 
-# EnvBase's step machinery (which the simulator stands in for) and its simulator hook: a class
-# that overrides one keeps its own path
-_STOCK_METHODS = ("step", "_step_mdp", "_reset_done", "reset", "_complete_done", "_check_step_input", "_array_simulator")
-
-
 def torch_simulator_applies(env: EnvBase) -> bool:
     """Whether :class:`TorchEnvSimulator` can step ``env`` (see the module).
 
     Examples:
-        >>> from cadence.envs import PendulumEnv, GymEnv
-        >>> torch_simulator_applies(PendulumEnv()), torch_simulator_applies(GymEnv("Pendulum-v1"))
-        (True, False)
+        >>> from cadence.envs import PendulumEnv
+        >>> env = PendulumEnv()
+        >>> torch_simulator_applies(env)
+        True
+        >>> env.run_type_checks = True
+        >>> torch_simulator_applies(env)
+        False
     """
-    # EnvBase's own methods, found by name (this module is imported by EnvBase's)
-    if any(getattr(type(env), name).__qualname__ != f"EnvBase.{name}" for name in _STOCK_METHODS):
-        return False
     if env.device not in (None, torch.device("cpu")) or env.run_type_checks or env.auto_reset:
         return False
     if env._has_dynamic_specs() or not arrays_fit(env, truncated_optional=True):
@@ -89,6 +85,14 @@ class TorchEnvSimulator(ArraySimulator):
         >>> obs["th"].shape, reward.shape, bool(terminated)
         (torch.Size([]), torch.Size([]), False)
     """
+
+    @classmethod
+    def for_env(cls, env: EnvBase) -> TorchEnvSimulator | None:
+        return cls(env) if torch_simulator_applies(env) else None
+
+    def describe(self) -> str:
+        owner = next(klass.__qualname__ for klass in type(self.env).__mro__ if "_step" in klass.__dict__)
+        return f"torch: {owner}._step, stepped into arrays"
 
     def __init__(self, env: EnvBase) -> None:
         super().__init__(env, list(env.full_observation_spec.keys(True, True)))

@@ -89,7 +89,8 @@ def _rollouts(make_fast, make_slow, steps, policy=None, **kwargs) -> list[Tensor
 def test_which_envs_it_serves() -> None:
     assert torch_simulator_applies(PendulumEnv()) and torch_simulator_applies(StaggeredEnv())
     assert isinstance(PendulumEnv()._array_simulator(), TorchEnvSimulator)
-    assert not torch_simulator_applies(GenericPendulumEnv())  # a step() of its own
+    assert GenericPendulumEnv()._array_simulator() is None  # a step() of its own
+    assert GenericPendulumEnv().kernel == "generic: GenericPendulumEnv.step, PendulumEnv._step"
     checked = PendulumEnv()
     checked.run_type_checks = True
     assert checked._array_simulator() is None

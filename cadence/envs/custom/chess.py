@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from tensordict import TensorDict, TensorDictBase
@@ -33,9 +33,6 @@ from cadence.data import Binary, Bounded, Categorical, Composite, NonTensor, Unb
 from cadence.envs.common import EnvBase
 from cadence.envs.custom.chess_moves import MAX_LEGAL_MOVES, SAN_MOVES, san_index
 from cadence.envs.custom.chess_render import BOARD_PIXELS, render_board
-
-if TYPE_CHECKING:  # pragma: no cover - type hints only
-    from cadence.envs.array_simulator import ArraySimulator
 
 __all__ = ["ChessEnv"]
 
@@ -216,10 +213,9 @@ class ChessEnv(EnvBase):
         self.action_spec = Categorical(n_moves, shape=(), dtype=torch.int64, device=device)
         self.reward_spec = Unbounded(shape=(1,), dtype=torch.float32, device=device)
 
-    def _array_simulator(self) -> ArraySimulator | None:
-        # The array path draws random actions from the action spec, which knows nothing of
-        # the legal moves; the step loop calls rand_action, which keeps to them.
-        return None
+    #: None: the array path draws random actions from the action spec, which knows nothing
+    #: of the legal moves; the step loop calls rand_action, which keeps to them.
+    array_kernel = None
 
     # ------------------------------------------------------------------ positions
     def _pgn(self, board: Any) -> str:

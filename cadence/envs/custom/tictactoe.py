@@ -14,7 +14,6 @@ any batch of games); ``stateful=True`` keeps the boards in the env instead.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import torch
 from tensordict import TensorDict, TensorDictBase
@@ -22,9 +21,6 @@ from tensordict import TensorDict, TensorDictBase
 from cadence._utils import quoted
 from cadence.data import Bounded, Categorical, Composite, Unbounded
 from cadence.envs.common import EnvBase
-
-if TYPE_CHECKING:  # pragma: no cover - type hints only
-    from cadence.envs.array_simulator import ArraySimulator
 
 __all__ = ["TicTacToeEnv"]
 
@@ -215,11 +211,10 @@ class TicTacToeEnv(EnvBase):
             done=flag, terminated=flag.clone(), truncated=flag.clone(), shape=shape, device=device
         )
 
-    def _array_simulator(self) -> ArraySimulator | None:
-        # The array path draws random actions from the action spec, which knows nothing of
-        # the data's mask: random rollouts would play taken squares. The step loop calls
-        # rand_action, which keeps to the mask.
-        return None
+    #: None: the array path draws random actions from the action spec, which knows nothing
+    #: of the data's mask (random rollouts would play taken squares); the step loop calls
+    #: rand_action, which keeps to the mask.
+    array_kernel = None
 
     # ------------------------------------------------------------------ reset
     def _reset(self, tensordict: TensorDictBase | None = None, **kwargs: object) -> TensorDictBase:

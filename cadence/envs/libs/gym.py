@@ -37,7 +37,6 @@ from cadence.data import (
 )
 from cadence.envs.gym_like import GymLikeEnv, tensor_to_numpy
 from cadence.envs.libs.gym_backend import gym_backend, set_gym_backend
-from cadence.envs.array_simulator import ArraySimulator
 from cadence.envs.libs.gym_simulator import GymSimulator
 
 __all__ = ["GymEnv", "GymWrapper", "gym_backend", "set_gym_backend", "space_to_spec", "spec_to_space"]
@@ -234,6 +233,9 @@ class GymWrapper(GymLikeEnv):
         (torch.Size([1]), torch.Size([3]))
     """
 
+    #: Gymnasium's env or vector env stepped into arrays (see ``EnvBase.kernel``).
+    array_kernel = GymSimulator
+
     def __init__(
         self,
         env: Any,
@@ -381,41 +383,8 @@ class GymWrapper(GymLikeEnv):
         return f"{type(self).__name__}(env={name}, batch_size={self.batch_size}, device={self.device})"
 
     # ------------------------------------------------------------------ fast rollout
-    def _fast_path_applies(self) -> bool:
-        """Whether this env's rollout may skip the per-step tensordicts: the stock
-        readers, an array observation, no pixels, frame skip or info readers."""
-        base = GymWrapper
-        stock = all(
-            getattr(type(self), name) is getattr(base, name)
-            for name in (
-                "_step", "_reset", "_simulate", "_build_output", "_observation_entries",
-                "read_obs", "read_reward", "read_done", "read_action",
-            )
-        )
-        obs_keys = list(self.full_observation_spec.keys(True, True))
-        return (
-            stock
-            and obs_keys == ["observation"]
-            and not isinstance(self.full_observation_spec["observation"], NonTensor)
-            and self.action_keys == ["action"]
-            and not self.from_pixels
-            and self.frame_skip == 1
-            and not self.info_dict_reader
-            and not self.run_type_checks
-            and not self.auto_reset
-            and self.autoreset_mode == "Disabled"
-        )
-
-    def _array_simulator(self) -> ArraySimulator | None:
-        """The simulator on the array protocol: gymnasium's own for an array observation
-        (:class:`~cadence.envs.libs.gym_simulator.GymSimulator`), the gym-like one for dict
-        or tuple observations, ``None`` where the readers or options need the generic path."""
-        if self._fast_path_applies():
-            return GymSimulator(self)
-        return super()._array_simulator()
-
     def _steps_until_done(self, tensordict: TensorDictBase, actions: torch.Tensor) -> TensorDictBase:
-        if not self._fast_path_applies():
+        if not isinstance(self._array_simulator(), GymSimulator):
             return super()._steps_until_done(tensordict, actions)
         # the simulator stands where the last step or reset left it: step on from there
         data = GymSimulator(self).rollout(len(actions), None, True, False, actions=actions, reset=False)

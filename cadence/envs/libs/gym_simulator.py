@@ -1,7 +1,8 @@
 """Gymnasium's implementation of the array protocol (:mod:`cadence.envs.array_simulator`).
 
-A ``GymWrapper`` with the stock readers and a single array observation (no pixels,
-frame skip, info readers or auto-reset) gives a :class:`GymSimulator`: its simulator (one
+It is ``GymWrapper``'s ``array_kernel`` (``EnvBase.kernel`` states the rule): a wrapper
+class that keeps the stock readers, with a single array observation (no pixels, frame
+skip, info readers or auto-reset), gives a :class:`GymSimulator`: its simulator (one
 env or a vector env) stepped straight into preallocated arrays. Every path that steps
 arrays then serves it: ``rollout`` with random actions or a policy (when the call asks
 for nothing that needs a tensordict per step), ``SerialEnv`` of such wrappers,
@@ -37,7 +38,9 @@ import numpy as np
 import torch
 from tensordict import TensorDictBase
 
+from cadence.data import NonTensor
 from cadence.envs.array_simulator import (
+    STEP_MACHINERY,
     ArraySimulator,
     StepArrays,
     TensorDictPolicy,
@@ -45,9 +48,11 @@ from cadence.envs.array_simulator import (
     check_observation,
     explain_observation_error,
 )
+from cadence.envs.gym_like_simulator import GymLikeSimulator
 from cadence.envs.libs.gym_backend import gym_backend
 
 if TYPE_CHECKING:  # pragma: no cover - type hints only
+    from cadence.envs.common import EnvBase
     from cadence.envs.libs.gym import GymWrapper
 
 __all__ = ["GymSimulator", "check_observation", "explain_observation_error"]
@@ -59,7 +64,7 @@ class GymSimulator(ArraySimulator):
     """One gymnasium wrapper's simulator (an env or a vector env) on the array protocol.
 
     Args:
-        wrapper: a ``GymWrapper`` whose ``_fast_path_applies()``.
+        wrapper: a ``GymWrapper`` for which :meth:`for_env` gives this kernel.
 
     Examples:
         >>> from cadence.envs.libs.gym import GymEnv
@@ -68,6 +73,37 @@ class GymSimulator(ArraySimulator):
         >>> simulator.step(simulator.to_backend(torch.zeros(2, 1)))[1].shape
         (2,)
     """
+
+    #: It steps the gymnasium env itself, reading nothing through the wrapper's readers.
+    REPLACES = STEP_MACHINERY | {
+        "_step", "_reset", "_simulate", "_build_output", "_observation_entries",
+        "read_obs", "_read_entry", "read_reward", "read_done", "read_action",
+    }
+    #: A wrapper class with its own readers or ``_simulate`` keeps the gym-like kernel
+    #: (which calls ``_simulate`` and ``read_action``) where it keeps that one's readers.
+    FALLBACK = GymLikeSimulator
+
+    @classmethod
+    def for_env(cls, env: EnvBase) -> ArraySimulator | None:
+        """Gymnasium's kernel for a single array observation without pixels, frame skip,
+        info readers, type checks or auto-reset; else the gym-like one where it applies."""
+        wrapper: Any = env
+        if (
+            list(wrapper.full_observation_spec.keys(True, True)) == ["observation"]
+            and not isinstance(wrapper.full_observation_spec["observation"], NonTensor)
+            and wrapper.action_keys == ["action"]
+            and not wrapper.from_pixels
+            and wrapper.frame_skip == 1
+            and not wrapper.info_dict_reader
+            and not wrapper.run_type_checks
+            and not wrapper.auto_reset
+            and wrapper.autoreset_mode == "Disabled"
+        ):
+            return cls(wrapper)
+        return GymLikeSimulator.for_env(env)
+
+    def describe(self) -> str:
+        return f"gymnasium {'vector env' if self.is_vector else 'env'}, stepped into arrays"
 
     def __init__(self, wrapper: GymWrapper) -> None:
         super().__init__(wrapper, ("observation",))

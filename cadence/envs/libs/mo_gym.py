@@ -37,7 +37,6 @@ from typing import Any
 
 from cadence._utils import MAX_QUOTED, ClassProperty, quoted
 from cadence.data import TensorSpec
-from cadence.envs.array_simulator import ArraySimulator
 from cadence.envs.libs.gym import GymEnv, GymWrapper, space_to_spec
 from cadence.envs.libs.gym_backend import set_gym_backend
 
@@ -142,6 +141,10 @@ class MOGymWrapper(GymWrapper):
         torch.Size([3])
     """
 
+    #: None: the array kernels hold one reward number per step and env; the step loops
+    #: keep the vector.
+    array_kernel = None
+
     #: the ids MO-Gymnasium registers (empty without mo_gymnasium)
     available_envs = ClassProperty(lambda cls: _registered_ids())
     #: the mo_gymnasium module (imported on first access)
@@ -163,17 +166,6 @@ class MOGymWrapper(GymWrapper):
                 "multi-objective; wrap it with GymWrapper."
             )
         return space_to_spec(space, self.batch_size, True, self.device)
-
-    # ------------------------------------------------------------------ the array shortcut: opted out
-    def _fast_path_applies(self) -> bool:
-        """Never: the gymnasium array shortcut holds one reward number per step and env."""
-        return False
-
-    def _array_simulator(self) -> ArraySimulator | None:
-        """None: the array protocol's rewards are scalars (``StepArrays.reward`` is shaped
-        like the batch); the step loops keep the vector."""
-        return None
-
 
 class MOGymEnv(GymEnv, MOGymWrapper):
     """An MO-Gymnasium env built from its id.

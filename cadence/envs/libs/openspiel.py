@@ -53,7 +53,7 @@ Examples:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
@@ -63,9 +63,6 @@ from cadence._utils import MAX_QUOTED, ClassProperty, quoted
 from cadence.data import Categorical, Composite, NonTensor, OneHot, TensorSpec, Unbounded
 from cadence.envs.common import EnvBase
 from cadence.envs.marl_grouping import MarlGroupMapType, check_marl_grouping
-
-if TYPE_CHECKING:  # pragma: no cover - type hints only
-    from cadence.envs.array_simulator import ArraySimulator
 
 __all__ = ["ChanceSampler", "OpenSpielEnv", "OpenSpielWrapper"]
 
@@ -408,9 +405,8 @@ class OpenSpielWrapper(EnvBase):
         self._resolve_chance_nodes()
         return self._output(with_reward=True)
 
-    def _array_simulator(self) -> ArraySimulator | None:
-        """None: the game steps through ``_step`` (its per-agent data does not fit the arrays' layout)."""
-        return None
+    #: None: the game steps through ``_step`` (its per-agent data does not fit the arrays' layout).
+    array_kernel = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(game={self._game}, batch_size={self.batch_size}, device={self.device})"

@@ -30,7 +30,7 @@ from tensordict import TensorDictBase
 from cadence.data import Composite
 from cadence.envs.common import EnvBase
 from cadence.envs.seeding import validate_seed
-from cadence.envs.array_simulator import ArraySimulator, arrays_fit
+from cadence.envs.array_simulator import arrays_fit
 from cadence.envs.simulator_values_step import SimulatorValuesStep
 from cadence.envs.step_values import StepValues, entry_key
 
@@ -538,6 +538,10 @@ class TransformedEnv(EnvBase):
             DoubleToFloat(in_keys=[], out_keys=[])))
     """
 
+    #: None: a transformed env's paths step its base env's kernel and run the transforms on
+    #: the step's values (or over time), never the transformed env as one.
+    array_kernel = None
+
     def __init__(self, base_env: EnvBase, transform: Transform | None = None, *, _as_view: bool = False) -> None:
         super().__init__(device=base_env.device, batch_size=base_env.batch_size)
         self.base_env = base_env
@@ -649,10 +653,18 @@ class TransformedEnv(EnvBase):
         values.entries = step(tensordict, values.entries)
         return values
 
-    def _array_simulator(self) -> ArraySimulator | None:
-        """None: a transformed env's own fast paths step its base env's simulator and run the
-        transforms on the step's values (or over time), never the transformed env as one."""
-        return None
+    @property
+    def kernel(self) -> str:
+        """The base env's kernel, then the transforms (on the step's values, or on TensorDicts).
+
+        Examples:
+            >>> from cadence.envs import GymEnv, StepCounter
+            >>> TransformedEnv(GymEnv("Pendulum-v1"), StepCounter(5)).kernel
+            "gymnasium env, stepped into arrays; then StepCounter on the step's values"
+        """
+        names = ", ".join(type(t).__name__ for t in self.transform.transforms) or "no transform"
+        where = "the step's values" if self._values_step_applies() else "TensorDicts"
+        return f"{self.base_env.kernel}; then {names} on {where}"
 
     def _values_stepper(self) -> Callable[..., StepValues]:
         # the base env's array simulator, then the transforms' entries steps (no readers, no

@@ -122,7 +122,7 @@ def _replay(actions: torch.Tensor):
 
 def test_the_array_shortcut_is_opted_out_and_rollouts_equal_the_step_loop():
     env = MOGymEnv("mo-mountaincar-v0")
-    assert env._array_simulator() is None and not env._fast_path_applies()
+    assert env._array_simulator() is None and "arrays" not in env.kernel
     env.set_seed(0)
     fast = env.rollout(250, break_when_any_done=False)  # mountain car ends (truncates) at 200 steps
     env.set_seed(0)
