@@ -61,7 +61,7 @@ __all__ = ["EnvBase", "EnvMetaData", "SEED_RANGE", "next_seed", "validate_seed"]
 
 def _defining_class(cls: type, name: str) -> str:
     """The name of the class on ``cls``'s MRO whose body defines ``name``."""
-    return next(klass.__qualname__ for klass in cls.__mro__ if name in klass.__dict__)
+    return next(klass.__name__ for klass in cls.__mro__ if name in klass.__dict__)
 
 
 def _expand_mask(mask: torch.Tensor, shape: torch.Size) -> torch.Tensor:
@@ -401,7 +401,7 @@ class EnvBase(EnvSpecs, EnvRollouts, torch.nn.Module):
         simulator = self._array_simulator()
         if simulator is not None:
             return simulator.describe()
-        if self._values_step_applies():
+        if self._values_step_applies() and not (self.run_type_checks or self.auto_reset):
             return f"values: {_defining_class(type(self), '_step_values')}._step_values"
         return f"generic: {_defining_class(type(self), '_step')}._step"
 

@@ -91,7 +91,7 @@ class TorchEnvSimulator(ArraySimulator):
         return cls(env) if torch_simulator_applies(env) else None
 
     def describe(self) -> str:
-        owner = next(klass.__qualname__ for klass in type(self.env).__mro__ if "_step" in klass.__dict__)
+        owner = next(klass.__name__ for klass in type(self.env).__mro__ if "_step" in klass.__dict__)
         return f"torch: {owner}._step, stepped into arrays"
 
     def __init__(self, env: EnvBase) -> None:

@@ -569,3 +569,41 @@ def test_specs_holds_the_input_and_output_specs_locked():
     assert specs["output_spec", "full_observation_spec"] == env.full_observation_spec
     with pytest.raises(RuntimeError):
         specs["output_spec", "full_observation_spec", "extra"] = env.action_spec
+
+
+# ---------------------------------------------------------------- the kernel: declared per class, visible
+def test_the_kernel_is_named_and_chosen_by_what_the_class_body_defines():
+    class Renamed(GymEnv):  # no step method of its own: gymnasium's kernel stays
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+
+    class OwnSimulate(GymEnv):  # gymnasium's kernel stands in for _simulate: the gym-like one calls it
+        def _simulate(self, action):
+            return super()._simulate(action)
+
+    class OwnStep(GymEnv):  # both stand in for _step: the generic step through it
+        def _step(self, tensordict):
+            return super()._step(tensordict)
+
+    class Declared(OwnStep):  # a class that declares a kernel in its body keeps it
+        array_kernel = GymEnv.array_kernel
+
+    class OwnBookkeeping(PendulumEnv):  # step()'s bookkeeping of its own: every step goes through it
+        def step(self, tensordict):
+            return super().step(tensordict)
+
+    assert GymEnv("Pendulum-v1").kernel == Renamed("Pendulum-v1").kernel == "gymnasium env, stepped into arrays"
+    assert OwnSimulate("Pendulum-v1").kernel == "gym-like: OwnSimulate's simulator, stepped into arrays"
+    assert OwnStep("Pendulum-v1").kernel == "generic: OwnStep._step"
+    assert OwnStep.array_kernel is None and Declared.array_kernel is GymEnv.array_kernel
+    assert OwnBookkeeping().kernel == "generic: OwnBookkeeping.step, PendulumEnv._step"
+    assert PendulumEnv().kernel == "torch: PendulumEnv._step, stepped into arrays"
+    assert CountingEnv().kernel.startswith("torch: CountingEnv._step")
+
+
+def test_settings_that_need_the_generic_step_are_read_when_asked():
+    env = GymEnv("Pendulum-v1")
+    env.run_type_checks = True
+    assert env._array_simulator() is None and env.kernel == "generic: GymLikeEnv._step"
+    env.run_type_checks = False
+    assert env.kernel == "gymnasium env, stepped into arrays"

@@ -95,3 +95,42 @@ def test_rollout_auto_cast_to_device_on_one_device_changes_nothing():
     cast = env.rollout(10, policy, auto_cast_to_device=True)
     env.set_seed(0)
     assert (cast == env.rollout(10, policy)).all()
+
+
+def _policy_modules(env: GymEnv, discrete: bool) -> list:
+    from tensordict.nn import TensorDictModule, TensorDictModuleBase, TensorDictSequential
+
+    from cadence.modules import MLP, QValueModule
+    from cadence.modules.tensor_view import compile_policy
+
+    torch.manual_seed(0)
+    n_obs, n_act = env.observation_spec["observation"].shape[-1], env.action_spec.shape[-1]
+    net = TensorDictModule(MLP(in_features=n_obs, out_features=n_act, num_cells=[16]), ["observation"],
+                           ["action_value" if discrete else "action"])
+    head = [QValueModule(spec=env.action_spec)] if discrete else []
+
+    class Seen(TensorDictModuleBase):  # a module of its own: called on one TensorDict of the entries
+        in_keys, out_keys = ["observation"], ["seen"]
+
+        def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+            return tensordict.set("seen", tensordict.get("observation") * 2)
+
+    policies = [TensorDictSequential(net, *head), TensorDictSequential(Seen(), net, *head)]
+    assert all(compile_policy(policy) is not None for policy in policies)  # both take the values loop
+    return policies
+
+
+@pytest.mark.parametrize("name,discrete", [("CartPole-v1", True), ("Pendulum-v1", False)])
+@pytest.mark.parametrize("break_when_any_done", [True, False])
+def test_a_policy_module_rolls_out_on_the_values_loop_as_on_the_generic_loop(name, discrete, break_when_any_done):
+    from tests.fakes import assert_same_rollout
+
+    for policy in _policy_modules(GymEnv(name), discrete):
+        results = []
+        for generic in (False, True):
+            env = GymEnv(name)
+            env.set_seed(3)
+            callback = (lambda env, td: None) if generic else None  # a callback takes the generic loop
+            with torch.no_grad():
+                results.append(env.rollout(120, policy, callback=callback, break_when_any_done=break_when_any_done))
+        assert_same_rollout(*results)

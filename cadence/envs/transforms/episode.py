@@ -33,6 +33,7 @@ from cadence.data import Categorical, Composite, TensorSpec, Unbounded
 from cadence.envs.env_specs import as_tuple_key
 from cadence.envs.step_values import entry_key
 from cadence.envs.transforms.base import Entries, EntriesStep, NestedKey, Transform
+from cadence.envs.values_loop import any_done
 
 __all__ = [
     "EndOfLifeTransform",
@@ -139,9 +140,15 @@ class StepCounter(Transform):
             truncated = entries.get(truncated_key)
             if truncated is None:
                 truncated = torch.zeros_like(done, dtype=torch.bool)
-            if self.max_steps is not None:
-                truncated = truncated | (count >= self.max_steps)
-                if self.update_done:
+            max_steps = self.max_steps
+            if max_steps is not None:
+                # most steps reach no limit and end no episode: one read of a number each
+                # spares the tensor ops whose results would equal their inputs
+                if count.item() >= max_steps if count.numel() == 1 else any_done(count >= max_steps):
+                    truncated = truncated | (count >= max_steps)
+                    if self.update_done:
+                        entries["done"] = done | truncated
+                elif self.update_done and any_done(truncated):
                     entries["done"] = done | truncated
             entries[truncated_key] = truncated
             return entries

@@ -187,7 +187,8 @@ def test_a_constructor_error_is_raised_here_and_leaves_no_actor(ray: ModuleType)
     deadline = time.monotonic() + 10  # the actor's CPU share comes back once it is gone
     while ray.available_resources().get("CPU", 0.0) < free and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert ray.available_resources().get("CPU", 0.0) == free
+    # at least as much as before (an earlier test's actor may hand its share back meanwhile)
+    assert ray.available_resources().get("CPU", 0.0) >= free
 
 
 def test_a_list_buffer_holds_any_data_iterates_and_closes(ray: ModuleType, buffers: Buffers) -> None:
