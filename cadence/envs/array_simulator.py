@@ -334,6 +334,11 @@ class ArraySimulator:
     #: that own the data from step to step may use it (not a worker whose input carries a state).
     state_in_data: bool = False
 
+    #: Whether the simulators stand where the env's own ``reset()`` leaves them (they are the
+    #: env's); a simulator that keeps where the env stands itself hears of other paths'
+    #: resets through :meth:`stand_at` only, so the step on values does not take it.
+    follows_env_reset: ClassVar[bool] = True
+
     #: Whether a reset may draw from the env's own generator (``env.rng``; an env written in
     #: torch): random rollouts then draw their actions step by step, between the resets.
     resets_draw_from_env_rng: bool = False
@@ -385,35 +390,67 @@ class ArraySimulator:
         except (ValueError, TypeError) as err:
             self.explain_error(obs, "reset()", err)
 
-    def step_into(self, action: Any, t: int, arrays: StepArrays, limit: np.ndarray | None) -> np.ndarray | None:
-        """Steps every simulator at time ``t``: writes ``next_obs[t]``, ``reward[t]``,
-        ``terminated[t]``, ``truncated[t]`` and, in ``root_obs[t + 1]``, where each stands
-        next (reset where done); returns the done mask if any is done, else ``None``.
-        ``limit`` (shaped like the batch) truncates the simulators a step counter ends."""
+    def write_step(self, action: Any, t: int, arrays: StepArrays, check: bool) -> tuple[Any, bool]:
+        """Steps every simulator once, without resets, and writes the step at time ``t``:
+        ``next_obs[t]``, ``reward[t]``, ``terminated[t]``, ``truncated[t]``. Every path
+        that steps a kernel (the loop's step on values, the collectors, ``ParallelEnv``'s
+        workers, rollouts) steps it here; a backend overrides it to write faster.
+
+        Args:
+            action: the batch's action in the backend's format (:meth:`to_backend`).
+            t: the row of ``arrays`` to write.
+            arrays: where to write.
+            check: check what numpy would broadcast silently (a scalar into a row): once
+                per set of arrays or episode, not per step.
+
+        Returns:
+            The raw observation (for :meth:`reset_done`) and whether any simulator is done.
+
+        Examples:
+            >>> import torch
+            >>> from cadence.envs import PendulumEnv
+            >>> env = PendulumEnv()
+            >>> simulator = env._array_simulator()
+            >>> arrays = StepArrays.allocate(env, simulator.observation_keys, 2)
+            >>> simulator.write_reset(arrays)
+            >>> _, done = simulator.write_step(simulator.to_backend(torch.zeros(1)), 0, arrays, check=True)
+            >>> done, arrays.terminated[0].item()
+            (False, False)
+        """
         obs: Any = None
-        where = "step()"
-        try:
+        try:  # costs nothing unless a write fails: then the observation is named
             obs, reward, terminated, truncated = self.step(action)
-            if t == 0:
-                self.check_observation(obs, where)
+            if check:
+                self.check_observation(obs, "step()")
             self.write_observation(arrays.next_obs, (t,), obs)
-            arrays.reward[t] = np.asarray(reward).reshape(arrays.reward[t].shape)
-            arrays.terminated[t] = np.asarray(terminated).reshape(arrays.terminated[t].shape)
-            arrays.truncated[t] = np.asarray(truncated).reshape(arrays.truncated[t].shape)
-            if limit is not None:
-                arrays.truncated[t] |= limit
-            done = np.asarray(arrays.terminated[t] | arrays.truncated[t])  # an array, also with no batch dims
-            any_done = bool(done.any())
-            if any_done:
-                where = "reset()"
-                obs = self.reset_done(done, obs)
-                self.write_observation(arrays.root_obs, (t + 1,), obs)
-            else:  # where the simulators stand is where they went: copies of the rows just written
-                for key, root in arrays.root_obs.items():
-                    root[t + 1] = arrays.next_obs[key][t]
+            _write_row(arrays.reward, t, reward)
+            _write_row(arrays.terminated, t, terminated)
+            _write_row(arrays.truncated, t, truncated)
         except (ValueError, TypeError) as err:
-            self.explain_error(obs, where, err)
-        return done if any_done else None
+            self.explain_error(obs, "step()", err)
+        if type(terminated) is bool and type(truncated) is bool:  # one env: no array op
+            return obs, terminated or truncated
+        return obs, bool(arrays.terminated[t].any() or arrays.truncated[t].any())
+
+    def step_into(self, action: Any, t: int, arrays: StepArrays, limit: np.ndarray | None) -> np.ndarray | None:
+        """:meth:`write_step` at time ``t``, then, in ``root_obs[t + 1]``, where each
+        simulator stands next (reset where done); returns the done mask if any is done, else
+        ``None``. ``limit`` (shaped like the batch) truncates the simulators a step counter ends."""
+        obs, any_done = self.write_step(action, t, arrays, check=t == 0)
+        if limit is not None and limit.any():
+            arrays.truncated[t] |= limit
+            any_done = True
+        if not any_done:  # where the simulators stand is where they went: copies of the rows just written
+            for key, root in arrays.root_obs.items():
+                root[t + 1] = arrays.next_obs[key][t]
+            return None
+        done = np.asarray(arrays.terminated[t] | arrays.truncated[t])  # an array, also with no batch dims
+        try:
+            obs = self.reset_done(done, obs)
+            self.write_observation(arrays.root_obs, (t + 1,), obs)
+        except (ValueError, TypeError) as err:
+            self.explain_error(obs, "reset()", err)
+        return done
 
     def rollout(
         self,
@@ -489,19 +526,10 @@ class ArraySimulator:
         With ``break_when_any_done`` the done simulators are not reset (as the generic loop)."""
         for t in range(max_steps):
             if break_when_any_done:
-                obs: Any = None
-                try:
-                    obs, reward, terminated, truncated = self.step(act(t))
-                    if t == 0:
-                        self.check_observation(obs, "step()")
-                    self.write_observation(arrays.next_obs, (t,), obs)
-                    self.write_observation(arrays.root_obs, (t + 1,), obs)
-                except (ValueError, TypeError) as err:
-                    self.explain_error(obs, "step()", err)
-                arrays.reward[t] = np.asarray(reward).reshape(arrays.reward[t].shape)
-                arrays.terminated[t] = np.asarray(terminated).reshape(arrays.terminated[t].shape)
-                arrays.truncated[t] = np.asarray(truncated).reshape(arrays.truncated[t].shape)
-                if (arrays.terminated[t] | arrays.truncated[t]).any():
+                _, any_done = self.write_step(act(t), t, arrays, check=t == 0)
+                for key, root in arrays.root_obs.items():
+                    root[t + 1] = arrays.next_obs[key][t]
+                if any_done:
                     return t + 1
             else:
                 self.step_into(act(t), t, arrays, None)
@@ -584,6 +612,10 @@ class SerialSimulators(ArraySimulator):
     def resets_draw_from_env_rng(self) -> bool:  # type: ignore[override]
         return any(simulator.resets_draw_from_env_rng for simulator in self.simulators)
 
+    @property
+    def follows_env_reset(self) -> bool:  # type: ignore[override]
+        return all(simulator.follows_env_reset for simulator in self.simulators)
+
     def check_observation(self, obs: Any, where: str) -> None:
         if obs is not None:
             for i, (simulator, sub_obs) in enumerate(zip(self.simulators, obs)):
@@ -601,20 +633,30 @@ class SerialSimulators(ArraySimulator):
                         raise SpecMismatchError(f"{type(self.env).__name__} sub-env {i}: {error}") from err
         raise err
 
-    def step_into(self, action: Any, t: int, arrays: StepArrays, limit: np.ndarray | None) -> np.ndarray | None:
+    def write_step(self, action: Any, t: int, arrays: StepArrays, check: bool) -> tuple[list[Any], bool]:
         # each sub-env on its row of the arrays (views made once per set of arrays)
         if self._rows is None or self._rows[0] is not arrays:
             self._rows = (arrays, [arrays.row(i) for i in range(len(self.simulators))])
         rows = self._rows[1]
-        any_done = False
+        obs, any_done = [], False
         i = 0
         try:
             for i, simulator in enumerate(self.simulators):
-                if simulator.step_into(action[i], t, rows[i], None if limit is None else limit[i]) is not None:
-                    any_done = True
+                row_obs, row_done = simulator.write_step(action[i], t, rows[i], check)
+                obs.append(row_obs)
+                any_done = any_done or row_done
         except SpecMismatchError as err:  # which sub-env
             raise SpecMismatchError(f"{type(self.env).__name__} sub-env {i}: {err}") from err
-        return np.logical_or(arrays.terminated[t], arrays.truncated[t]) if any_done else None
+        return obs, any_done
+
+
+def _write_row(target: np.ndarray, t: int, value: Any) -> None:
+    """Writes a batch's rewards or flags (a number, or an array of the batch's shape, as they
+    come) into row ``t``."""
+    try:
+        target[t] = value
+    except ValueError:  # another layout of the same values ([n, 1] for [n], say)
+        target[t] = np.asarray(value).reshape(target[t].shape)
 
 
 def arrays_fit(env: EnvBase, truncated_optional: bool = False) -> bool:

@@ -48,7 +48,7 @@ from cadence.envs.rollouts import EnvRollouts
 from cadence.envs.seeding import SEED_RANGE, next_seed, validate_seed
 from cadence.envs.array_simulator import STEP_MACHINERY, ArraySimulator
 from cadence.envs.step_values import StepValues
-from cadence.envs.torch_simulator import TorchEnvSimulator
+from cadence.envs.torch_simulator import TorchEnvSimulator, torch_simulator_applies
 from cadence.envs.utils import action_in_spec_dtype, check_in_spec, read_entry, step_mdp
 
 if TYPE_CHECKING:  # pragma: no cover - type hints only (this module builds on it)
@@ -420,17 +420,22 @@ class EnvBase(EnvSpecs, EnvRollouts, torch.nn.Module):
 
     # ------------------------------------------------------------------ the step on plain tensors
     def _values_step_applies(self) -> bool:
-        """Whether :meth:`_step_values` may serve this env's steps (a backend says so).
+        """Whether :meth:`_step_values` may serve this env's steps: by default, an env
+        written in torch on its kernel (:class:`~cadence.envs.torch_simulator.TorchEnvSimulator`
+        applies); a backend says so for its own.
 
         ``TransformedEnv`` then runs its transforms on the step's tensors
         (:class:`~cadence.envs.step_values.StepValues`) and builds one TensorDict at the end.
         """
-        return False
+        return type(self).array_kernel is TorchEnvSimulator and torch_simulator_applies(self)
 
-    def _step_values(self, tensordict: TensorDictBase) -> StepValues:
-        """What ``_step`` returns, as :class:`~cadence.envs.step_values.StepValues`
-        (only called where :meth:`_values_step_applies`)."""
-        raise TypeError(f"{type(self).__name__} has no step on plain tensors (_values_step_applies() is False)")
+    def _step_values(self, tensordict: TensorDictBase | StepValues) -> StepValues:
+        """What ``_step`` returns, as :class:`~cadence.envs.step_values.StepValues` (only
+        called where :meth:`_values_step_applies`): by default, ``_step`` on a TensorDict of
+        the input's entries, and its output's entries."""
+        data = tensordict.to_tensordict() if isinstance(tensordict, StepValues) else tensordict
+        out = self._step(data)
+        return StepValues(dict(out.items(True, True)), self.batch_size, self.device)
 
     def _step_as_values(self, tensordict: TensorDictBase | StepValues, checked: bool = False) -> StepValues:
         """``step()``'s checks and done completion around :meth:`_step_values`, for an
@@ -453,7 +458,7 @@ class EnvBase(EnvSpecs, EnvRollouts, torch.nn.Module):
         from cadence.envs.simulator_values_step import SimulatorValuesStep
 
         simulator = self._array_simulator() if self._values_step_applies() else None
-        if simulator is None or not arrays_fit(self):
+        if simulator is None or not simulator.follows_env_reset or not arrays_fit(self):
             return self._step_as_values
         return SimulatorValuesStep(self, simulator)
 

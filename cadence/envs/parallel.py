@@ -51,7 +51,7 @@ from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
 from cadence.data import NonTensor
 from cadence.envs._shared_memory import anonymous_like
-from cadence.envs.array_simulator import ArraySimulator, arrays_fit
+from cadence.envs.array_simulator import ArraySimulator, StepArrays, arrays_fit
 from cadence.envs.batched import BatchedEnvBase, BatchedMethod, EnvCreator, EnvFactory, SerialEnv
 from cadence.envs.common import EnvBase, next_seed
 from cadence.envs.utils import exclude_pruned
@@ -124,6 +124,13 @@ class _EnvWorker:
         self.obs_out = {key: self.output.get(key).numpy() for key in keys}
         self.obs_now = {key: self.current.get(key).numpy() for key in keys}
         self.done_now = {name: self.current.get(name).numpy().reshape(-1) for name in ("done", "terminated", "truncated")}
+        # the shared output as one step's arrays (a time dim of one): the kernel writes it in place
+        batch = tuple(self.env.batch_size)
+        self.arrays = StepArrays(
+            {key: out[None] for key, out in self.obs_out.items()}, {},
+            self.reward_out.reshape(1, *batch), self.terminated_out.reshape(1, *batch),
+            self.truncated_out.reshape(1, *batch),
+        )
 
     # ------------------------------------------------------------------ protocol
     def set_seed(self, seed: int | None, static_seed: bool) -> int | None:
@@ -155,18 +162,11 @@ class _EnvWorker:
     def _step_arrays(self) -> None:
         simulator = self.simulator
         assert simulator is not None
-        obs, reward, terminated, truncated = simulator.step(simulator.to_backend(self.action))
-        try:  # costs nothing unless it fails: a simulator off its declared space is named below
-            simulator.write_observation(self.obs_out, (), obs)
-        except (ValueError, TypeError) as err:
-            simulator.explain_error(obs, "step()", err)
-        if not self.observation_checked:  # once per episode: what numpy broadcast silently (a scalar)
-            simulator.check_observation(obs, "step()")
-            self.observation_checked = True
-        simulator.write_observation(self.obs_now, (), obs)
-        self.reward_out[...] = reward
-        self.terminated_out[...] = terminated
-        self.truncated_out[...] = truncated
+        # once per episode: what numpy would broadcast silently (a scalar)
+        simulator.write_step(simulator.to_backend(self.action), 0, self.arrays, check=not self.observation_checked)
+        self.observation_checked = True
+        for key, now in self.obs_now.items():
+            now[...] = self.obs_out[key]
         self.done_out[...] = self.terminated_out | self.truncated_out
         for name, out in (("done", self.done_out), ("terminated", self.terminated_out), ("truncated", self.truncated_out)):
             self.done_now[name][...] = out
@@ -654,6 +654,15 @@ class ParallelEnv(BatchedEnvBase):
             if key in output_keys:
                 output.get(key).copy_(current.get(key))
         self._flag_interrupted(output)
+
+    def _values_step_applies(self) -> bool:
+        # the workers step their kernels into the shared arrays: the loop on values steps them
+        # there, through the same kernel (ParallelSimulators)
+        self.start()
+        if self._in_process is not None:
+            return self._in_process._values_step_applies()
+        return (self._shared is not None and self._fast_workers and not self.run_type_checks
+                and bool(self._cached("arrays_fit", lambda: arrays_fit(self))))
 
     # ------------------------------------------------------------------ rollout in chunks
     def _fast_rollout(self, max_steps: int, **kwargs: Any) -> TensorDictBase | None:

@@ -91,13 +91,6 @@ class SimulatorValuesStep:
         self._done = torch.from_numpy(self._done_array).unsqueeze(-1).unbind(0)
         self._rows, self._t = self.CHUNK, 0
 
-    @staticmethod
-    def _write(target: np.ndarray, value: Any) -> None:
-        try:
-            target[...] = value  # a number, or an array of the batch's shape: as it comes
-        except ValueError:  # another layout of the same values ([n, 1] for [n], say)
-            target[...] = np.asarray(value).reshape(target.shape)
-
     def __call__(self, values: StepValues, checked: bool = False) -> StepValues:
         outer, simulator = self.outer, self.simulator
         if not checked:
@@ -105,21 +98,8 @@ class SimulatorValuesStep:
         if self._t == self._rows:
             self._allocate()
         t, arrays = self._t, self._arrays
-        obs: Any = None
-        try:  # costs nothing unless a write fails: then the observation is named
-            obs, reward, terminated, truncated = simulator.step(simulator.to_backend(values.entries["action"]))
-            if t == 0:
-                simulator.check_observation(obs, "step()")
-            simulator.write_observation(arrays.next_obs, (t,), obs)
-        except (ValueError, TypeError) as err:
-            simulator.explain_error(obs, "step()", err)
-        write = self._write
-        write(arrays.reward[t:t + 1], reward)
-        write(arrays.terminated[t:t + 1], terminated)
-        write(arrays.truncated[t:t + 1], truncated)
-        if type(terminated) is bool and type(truncated) is bool:  # one env: no array op for "done"
-            self._done_array[t] = terminated or truncated
-        else:
+        _, any_done = simulator.write_step(simulator.to_backend(values.entries["action"]), t, arrays, check=t == 0)
+        if any_done:  # the chunk's "done" rows start false
             np.logical_or(arrays.terminated[t:t + 1], arrays.truncated[t:t + 1], out=self._done_array[t:t + 1])
         self._t = t + 1
         entries: dict[Any, torch.Tensor] = {key: view[t] for key, view in self._obs.items()}

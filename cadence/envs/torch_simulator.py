@@ -86,6 +86,8 @@ class TorchEnvSimulator(ArraySimulator):
         (torch.Size([]), torch.Size([]), False)
     """
 
+    follows_env_reset = False  # it keeps where the env stands (the next _step's input) itself
+
     @classmethod
     def for_env(cls, env: EnvBase) -> TorchEnvSimulator | None:
         return cls(env) if torch_simulator_applies(env) else None

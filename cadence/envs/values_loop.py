@@ -10,8 +10,8 @@ action and the rewards stay behind). Resets (rare) go through the env's own
 ``_reset_done`` on a TensorDict. A :class:`Recording` stacks the steps' entries (in
 chunks) and :meth:`ValuesLoop.assemble` lays them out as the generic loop's data.
 
-It serves envs for which :func:`values_loop_applies`: the steps run on values, every key is
-a string (no nested entries), every entry a tensor of a fixed shape, on the CPU, without
+It serves envs for which :func:`values_loop_applies`: the steps run on values (nested
+entries under tuple keys), every entry a tensor of a fixed shape, on the CPU, without
 type checks or auto-reset, with one root ``"done"``. Its results are the generic loop's,
 entry for entry (the tests compare them).
 
@@ -53,7 +53,11 @@ def values_loop_applies(env: EnvBase) -> bool:
         >>> from cadence.envs import GymEnv
         >>> from cadence.envs.custom import PendulumEnv
         >>> values_loop_applies(GymEnv("Pendulum-v1")), values_loop_applies(PendulumEnv())
-        (True, False)
+        (True, True)
+        >>> env = PendulumEnv()
+        >>> env.run_type_checks = True  # every step's values checked: the generic loop
+        >>> values_loop_applies(env)
+        False
     """
     if env.device not in (None, torch.device("cpu")) or env.run_type_checks or env.auto_reset:
         return False
@@ -63,8 +67,6 @@ def values_loop_applies(env: EnvBase) -> bool:
         return False
     specs = (env.full_observation_spec, env.full_done_spec, env.full_reward_spec, env.full_action_spec,
              env.full_state_spec)
-    if not all(type(key) is str for spec in specs for key in spec.keys(True, True)):
-        return False
     if any(isinstance(leaf, NonTensor) for spec in specs for leaf in spec.values(True, True)):
         return False  # text, graphs...: kept as they come, they do not stack as tensors
     return "done" in env.full_done_spec.keys() and env.full_done_spec["done"].shape[: env.batch_dims] == env.batch_size
@@ -115,8 +117,9 @@ class ValuesLoop:
 
     @staticmethod
     def entries(td: TensorDictBase) -> Entries:
-        """The root entries of a flat tensordict (``"next"`` left out)."""
-        return {key: value for key, value in td.items() if key != "next"}
+        """The entries of a tensordict (``"next"`` left out), nested ones under tuple keys."""
+        return {key: value for key, value in td.items(True, True)
+                if key != "next" and not (type(key) is tuple and key[0] == "next")}
 
     def step(self, root: Entries, policy: TensorPolicy | None) -> ValuesStep:
         """One step from the input entries ``root`` (not changed): the policy's action, or

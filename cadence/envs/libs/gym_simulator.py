@@ -57,8 +57,6 @@ if TYPE_CHECKING:  # pragma: no cover - type hints only
 
 __all__ = ["GymSimulator", "check_observation", "explain_observation_error"]
 
-_DONE = np.asarray(True)
-
 
 class GymSimulator(ArraySimulator):
     """One gymnasium wrapper's simulator (an env or a vector env) on the array protocol.
@@ -110,13 +108,6 @@ class GymSimulator(ArraySimulator):
         self.wrapper = wrapper
         self.is_vector = wrapper.is_vector
         self._sub_envs = _stock_sync_vector_envs(wrapper._env) if self.is_vector else None
-        if self._sub_envs is not None:
-            n = len(self._sub_envs)
-            space = wrapper._env.single_observation_space
-            self._obs = np.zeros((n, *space.shape), dtype=space.dtype)
-            self._reward = np.zeros(n, dtype=np.float64)
-            self._terminated = np.zeros(n, dtype=np.bool_)
-            self._truncated = np.zeros(n, dtype=np.bool_)
 
     def to_backend(self, action: torch.Tensor) -> Any:
         """The protocol's ``to_backend``: the wrapper's conversion to a gymnasium action."""
@@ -127,27 +118,43 @@ class GymSimulator(ArraySimulator):
         return self.wrapper._reset_backend()[0]
 
     def step(self, action: Any) -> tuple[Any, Any, Any, Any]:
-        """The protocol's ``step``: gymnasium's ``step`` (a vector env's sub-envs stepped one by one)."""
-        if self._sub_envs is not None:
-            return self._step_sub_envs(action)
+        """The protocol's ``step``: gymnasium's ``step`` (of a vector env other than gymnasium's
+        own ``SyncVectorEnv``: :meth:`write_step` steps the others)."""
         obs, reward, terminated, truncated, _ = self.wrapper._env.step(action)
         return obs, reward, terminated, truncated
 
-    def _step_sub_envs(self, action: Any) -> tuple[Any, Any, Any, Any]:
-        """The vector env's step, sub-env by sub-env, into arrays reused at every step (the
-        callers copy them); its list of current observations follows."""
-        assert self._sub_envs is not None
-        obs, reward, terminated, truncated = self._obs, self._reward, self._terminated, self._truncated
-        current = self.wrapper._env._env_obs
-        for i, sub_env in enumerate(self._sub_envs):
-            current[i], reward[i], terminated[i], truncated[i], _ = sub_env.step(action[i])
-            obs[i] = current[i]
-        return obs, reward, terminated, truncated
+    def write_step(self, action: Any, t: int, arrays: StepArrays, check: bool) -> tuple[Any, bool]:
+        """One env, or a ``SyncVectorEnv``'s sub-envs one by one, stepped straight into the
+        arrays' row (no intermediate arrays); any other vector env through its ``step``."""
+        if self.is_vector and self._sub_envs is None:
+            return super().write_step(action, t, arrays, check)
+        next_obs, reward, terminated, truncated = (arrays.next_obs["observation"], arrays.reward,
+                                                   arrays.terminated, arrays.truncated)
+        obs: Any = None
+        try:  # costs nothing unless a write fails: then the observation is named
+            if self._sub_envs is None:
+                obs, reward[t], terminated[t], truncated[t], _ = self.wrapper._env.step(action)
+                next_obs[t] = obs
+                any_done = bool(terminated[t] or truncated[t])
+            else:  # the vector env's list of current observations follows (its masked reset reads it)
+                current = self.wrapper._env._env_obs
+                row_obs, row_reward, row_terminated, row_truncated = next_obs[t], reward[t], terminated[t], truncated[t]
+                for i, sub_env in enumerate(self._sub_envs):
+                    obs, row_reward[i], row_terminated[i], row_truncated[i], _ = sub_env.step(action[i])
+                    current[i] = row_obs[i] = obs
+                obs = row_obs
+                any_done = bool(row_terminated.any() or row_truncated.any())
+            if check:  # what numpy would broadcast silently (a scalar)
+                check_observation(self.env, obs, "step()")
+        except (ValueError, TypeError) as err:
+            explain_observation_error(self.env, obs, "step()", err)
+        return obs, any_done
 
     def reset_done(self, done: np.ndarray, obs: Any) -> Any:
         """The protocol's ``reset_done``: the done sub-envs of a vector env reset, or the one env."""
         if self._sub_envs is not None:
             vector = self.wrapper._env
+            obs = np.array(obs)  # the step's observation may be a row of the caller's arrays: left as it is
             for i in np.flatnonzero(done):  # as the vector env's masked reset does, sub-env by sub-env
                 vector._env_obs[i], _ = self._sub_envs[i].reset(seed=None, options={})
                 vector._autoreset_envs[i] = False
@@ -166,32 +173,6 @@ class GymSimulator(ArraySimulator):
 
     def explain_error(self, obs: Any, where: str, err: Exception) -> NoReturn:
         explain_observation_error(self.env, obs, where, err)
-
-    def step_into(self, action: Any, t: int, arrays: StepArrays, limit: np.ndarray | None) -> np.ndarray | None:
-        if self.is_vector:
-            return super().step_into(action, t, arrays, limit)
-        env = self.wrapper._env
-        obs: Any = None
-        where = "step()"
-        try:  # costs nothing unless a write fails: then the observation is named
-            obs, reward, terminated, truncated, _ = env.step(action)
-            if t == 0:  # once per batch: what numpy would broadcast silently (a scalar)
-                check_observation(self.env, obs, where)
-            if limit is not None and limit:
-                truncated = True
-            arrays.next_obs["observation"][t] = obs
-            arrays.reward[t] = reward
-            arrays.terminated[t] = terminated
-            arrays.truncated[t] = truncated
-            if terminated or truncated:
-                where = "reset()"
-                obs = env.reset()[0]
-                arrays.root_obs["observation"][t + 1] = obs
-                return _DONE
-            arrays.root_obs["observation"][t + 1] = obs
-        except (ValueError, TypeError) as err:
-            explain_observation_error(self.env, obs, where, err)
-        return None
 
     def rollout(
         self,
