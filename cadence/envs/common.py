@@ -137,6 +137,14 @@ class EnvBase(EnvSpecs, EnvRollouts, torch.nn.Module):
     #: default an env written in torch steps its own ``_step`` there.
     array_kernel: ClassVar[type[ArraySimulator] | None] = TorchEnvSimulator
 
+    #: Whether the loop on values may take this class's steps through EnvBase's own
+    #: :meth:`_step_values` (``_step`` on a TensorDict of the input's entries, and its
+    #: output's entries: no ``"next"`` TensorDict and no ``step_mdp`` per step). A backend
+    #: whose ``_step`` reads only its input declares it (PettingZoo, VMAS); an env written in
+    #: torch on its kernel takes it anyway. Withdrawn from a subclass whose body defines
+    #: ``step()``'s bookkeeping or ``rand_action`` (the loop draws random actions from the spec).
+    generic_values_step: ClassVar[bool] = False
+
     #: Whether the class keeps ``step()``'s bookkeeping as EnvBase has it
     #: (:data:`~cadence.envs.array_simulator.STEP_MACHINERY`); a class that defines its own
     #: takes every step through it.
@@ -411,6 +419,9 @@ class EnvBase(EnvSpecs, EnvRollouts, torch.nn.Module):
         defined = cls.__dict__.keys()
         if not STEP_MACHINERY.isdisjoint(defined):
             cls.stock_step_machinery = False
+        if "generic_values_step" not in defined and cls.generic_values_step and (
+                not cls.stock_step_machinery or "rand_action" in defined):
+            cls.generic_values_step = False
         if "array_kernel" not in defined:
             kernel = cls.array_kernel
             while kernel is not None and not kernel.REPLACES.isdisjoint(defined):
@@ -422,12 +433,17 @@ class EnvBase(EnvSpecs, EnvRollouts, torch.nn.Module):
     def _values_step_applies(self) -> bool:
         """Whether :meth:`_step_values` may serve this env's steps: by default, an env
         written in torch on its kernel (:class:`~cadence.envs.torch_simulator.TorchEnvSimulator`
-        applies); a backend says so for its own.
+        applies) or a class that declares :attr:`generic_values_step`, on the CPU, without
+        type checks or auto-reset; a backend with a step on values of its own says so for it.
 
         ``TransformedEnv`` then runs its transforms on the step's tensors
         (:class:`~cadence.envs.step_values.StepValues`) and builds one TensorDict at the end.
         """
-        return type(self).array_kernel is TorchEnvSimulator and torch_simulator_applies(self)
+        cls = type(self)
+        if cls.generic_values_step:
+            return (self.device in (None, torch.device("cpu")) and not self.run_type_checks
+                    and not self.auto_reset)
+        return cls.array_kernel is TorchEnvSimulator and torch_simulator_applies(self)
 
     def _step_values(self, tensordict: TensorDictBase | StepValues) -> StepValues:
         """What ``_step`` returns, as :class:`~cadence.envs.step_values.StepValues` (only

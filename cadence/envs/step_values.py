@@ -156,8 +156,14 @@ class StepValues:
         """Removes the entry at ``key`` (a ``KeyError`` if there is none)."""
         del self.entries[entry_key(key)]
 
-    def keys(self) -> KeysView[Any]:
-        """The keys of the entries (leaves only, as stored)."""
+    def keys(self, include_nested: bool = True, leaves_only: bool = True) -> KeysView[Any]:
+        """The keys of the entries: every leaf's full key (TensorDict's ``keys(True, True)``).
+
+        Raises:
+            TypeError: asked for another view (sub-tensordicts are not held here).
+        """
+        if not (include_nested and leaves_only):
+            raise TypeError("StepValues.keys() gives the leaves' full keys only (keys(True, True))")
         return self.entries.keys()
 
     def items(self, include_nested: bool = True, leaves_only: bool = True) -> ItemsView[Any, torch.Tensor]:

@@ -126,19 +126,21 @@ class ValuesLoop:
         random actions drawn from ``env.rng`` as ``rand_action`` draws them."""
         env = self.env
         values = dict(root)
+        checked = False
         if policy is not None:
             policy(values)
-        elif self._single_action is not None:
-            values[self._single_action] = env.full_action_spec[self._single_action].rand(None, generator=env.rng)
+            if self._action_layout is not None:  # the common case spares step()'s full check
+                action = values.get(self._single_action)
+                if action is not None and action.shape == self._action_layout[0]:
+                    if action.dtype != self._action_layout[1]:  # cast as step() casts (float32 for float64...)
+                        values[self._single_action] = action_in_spec_dtype(action, self._action_spec,
+                                                                            self._single_action)
+                    checked = True
+        elif self._action_spec is not None:  # drawn from the spec: its shape and dtype
+            values[self._single_action] = self._action_spec.rand(None, generator=env.rng)
+            checked = True
         else:
-            values.update(env.full_action_spec.rand(None, generator=env.rng).items())
-        checked = False
-        if self._action_layout is not None:  # the common case spares step()'s full check
-            action = values.get(self._single_action)
-            if action is not None and action.shape == self._action_layout[0]:
-                if action.dtype != self._action_layout[1]:  # cast as step() casts (float32 for float64...)
-                    values[self._single_action] = action_in_spec_dtype(action, self._action_spec, self._single_action)
-                checked = True
+            values.update(env.full_action_spec.rand(None, generator=env.rng).items(True, True))
         next_entries = self._step_values(StepValues(values, self._batch_size, self._device), checked=checked).entries
         dropped, rewards = self._dropped, self._rewards
         next_root = {key: value for key, value in values.items() if key not in dropped}

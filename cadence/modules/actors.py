@@ -422,6 +422,11 @@ def _action_space_of(action_space: str | None, spec: TensorSpec | None, owner: s
     if isinstance(spec, Composite):
         spec = _spec_leaf(spec, "action")
     if action_space is not None:
+        if not isinstance(action_space, str):  # TorchRL refuses specs here too
+            raise TypeError(
+                f"{owner}: action_space names the space ('one_hot' or 'categorical'), got a "
+                f"{type(action_space).__name__}; pass a spec as spec=..."
+            )
         name = action_space.lower()
         if name in _ONE_HOT_NAMES:
             return "one_hot"

@@ -234,7 +234,8 @@ def tensordict_step(module: Any, batch_size: torch.Size | tuple[int, ...]) -> Te
     and what it writes goes back into the dict.
 
     Only ``TensorDictModuleBase`` modules whose ``out_keys`` are top-level names (not
-    ``"next"``) qualify: what they write is known to be flat. ``None`` otherwise.
+    ``"next"``) qualify; ``None`` otherwise. What else they write at the root (a
+    distribution's ``"params"``, say) goes into the dict too, nested entries under tuple keys.
 
     Examples:
         >>> import torch
@@ -252,13 +253,14 @@ def tensordict_step(module: Any, batch_size: torch.Size | tuple[int, ...]) -> Te
     def step(values: Values) -> None:
         td = TensorDict(values, batch_size=batch_size)
         out = module(td)
-        for key, value in (td if out is None else out).items():
+        for key, value in (td if out is None else out).items(True, True):  # nested ones under tuple keys
             if values.get(key) is value:
                 continue
-            if not isinstance(value, torch.Tensor):  # a nested entry: the dict holds flat entries only
+            if key == "next" or (type(key) is tuple and key[0] == "next"):
                 raise TypeError(
-                    f"the policy module {type(module).__name__} wrote a nested entry {key!r}; a step on plain "
-                    "tensors holds flat entries (pass fast_path=False to collect on TensorDicts)"
+                    f"the policy module {type(module).__name__} wrote {key!r}, under the step's results; a step "
+                    "on plain tensors takes the policy's entries at the root (pass fast_path=False to collect "
+                    "on TensorDicts)"
                 )
             values[key] = value
 

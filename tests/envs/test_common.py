@@ -607,3 +607,24 @@ def test_settings_that_need_the_generic_step_are_read_when_asked():
     assert env._array_simulator() is None and env.kernel == "generic: GymLikeEnv._step"
     env.run_type_checks = False
     assert env.kernel == "gymnasium env, stepped into arrays"
+
+
+def test_the_generic_step_on_values_is_declared_and_withdrawn_with_the_bookkeeping():
+    class Declared(CountingEnv):
+        generic_values_step = True
+
+    class OwnRandomActions(Declared):  # the loop on values draws from the spec: its own draws keep the generic loop
+        def rand_action(self, tensordict=None):
+            return super().rand_action(tensordict)
+
+    class OwnStep(Declared):  # a _step of its own is what the generic step on values calls
+        def _step(self, tensordict):
+            return super()._step(tensordict)
+
+    assert Declared()._values_step_applies() and OwnStep()._values_step_applies()
+    assert not OwnRandomActions.generic_values_step
+    env = Declared()
+    env.run_type_checks = True
+    assert not env._values_step_applies()
+    data = Declared().rollout(5, break_when_any_done=False)
+    assert data["next", "count"].squeeze(-1).tolist() == [1.0, 2.0, 3.0, 4.0, 5.0]

@@ -212,6 +212,8 @@ def test_qvalue_actor_one_hot_and_categorical() -> None:
     assert by_name(data.clone())["action"].shape == (6, 4)
     with pytest.raises(ValueError, match="cannot tell the action space"):
         QValueActor(net)
+    with pytest.raises(TypeError, match="pass a spec as spec="):  # as TorchRL: a name, not a spec
+        QValueModule(action_space=Categorical(4))
 
 
 def test_dqn_hello_world_policies_and_gym_specs_agree() -> None:

@@ -166,7 +166,7 @@ def test_a_sequence_with_a_member_that_does_not_compile_runs_it_on_a_tensordict(
     _run_both(lambda: TensorDictSequential(TensorDictModule(mlp, ["observation"], ["hidden"]), Clamp()))
 
 
-def test_a_member_writing_a_nested_entry_is_named() -> None:
+def test_a_member_writing_a_nested_entry_writes_it_under_a_tuple_key_and_one_under_next_is_named() -> None:
     from tensordict.nn import TensorDictModuleBase
 
     class Nested(TensorDictModuleBase):
@@ -175,8 +175,16 @@ def test_a_member_writing_a_nested_entry_is_named() -> None:
         def forward(self, tensordict: TensorDict) -> TensorDict:
             return tensordict.set("extra", TensorDict({"x": torch.zeros(4, 1)}, [4]))
 
-    step = compile_policy(TensorDictSequential(TensorDictModule(torch.nn.Linear(3, 1), ["observation"], ["action"]),
-                                               Nested()), (4,))
+    class UnderNext(Nested):
+        def forward(self, tensordict: TensorDict) -> TensorDict:
+            return tensordict.set(("next", "hidden"), torch.zeros(4, 1))
+
+    linear = TensorDictModule(torch.nn.Linear(3, 1), ["observation"], ["action"])
+    step = compile_policy(TensorDictSequential(linear, Nested()), (4,))
     assert step is not None
-    with pytest.raises(TypeError, match="Nested wrote a nested entry 'extra'"):
+    values = {"observation": torch.zeros(4, 3)}
+    step(values)
+    assert sorted(map(str, values)) == ["('extra', 'x')", "action", "observation"]
+    step = compile_policy(TensorDictSequential(linear, UnderNext()), (4,))
+    with pytest.raises(TypeError, match=r"UnderNext wrote \('next', 'hidden'\), under the step's results"):
         step({"observation": torch.zeros(4, 3)})

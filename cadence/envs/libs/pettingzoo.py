@@ -183,6 +183,9 @@ class PettingZooWrapper(EnvBase):
         ([True], torch.Size([1, 9]))
     """
 
+    #: ``_step`` reads only its input: the loop on values steps it (see ``EnvBase``).
+    generic_values_step = True
+
     def __init__(
         self,
         env: Any,
