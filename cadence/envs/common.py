@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from cadence.data import Composite, Stacked, TensorSpec, Unbounded
+from cadence.data import Composite, NonTensor, Stacked, TensorSpec, Unbounded
 from cadence.envs.env_specs import EnvSpecs, as_tuple_key, unwrap_key
 from cadence.envs.metadata import EnvMetaData
 from cadence.envs.rollouts import EnvRollouts
@@ -442,7 +442,10 @@ class EnvBase(EnvSpecs, EnvRollouts, torch.nn.Module):
         cls = type(self)
         if cls.generic_values_step:
             return (self.device in (None, torch.device("cpu")) and not self.run_type_checks
-                    and not self.auto_reset)
+                    and not self.auto_reset and not self._has_dynamic_specs()
+                    and not self._cached("holds_non_tensors", lambda: any(  # text...: not stacked as tensors
+                        isinstance(leaf, NonTensor) for spec in (self.full_observation_spec, self.full_state_spec)
+                        for leaf in spec.values(True, True))))
         return cls.array_kernel is TorchEnvSimulator and torch_simulator_applies(self)
 
     def _step_values(self, tensordict: TensorDictBase | StepValues) -> StepValues:
