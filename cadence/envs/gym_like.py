@@ -124,9 +124,15 @@ class GymLikeEnv(EnvBase):
     #: withdrawn from a subclass whose body defines ``read_done`` or ``read_reward``.
     readers_write_every_flag: ClassVar[bool] = True
 
+    #: Whether ``_output_transform`` is the stock one (which gymnasium's five outputs pass
+    #: through unchanged); withdrawn from a subclass whose body defines its own.
+    stock_output_transform: ClassVar[bool] = True
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         defined = cls.__dict__.keys()
+        if "_output_transform" in defined:
+            cls.stock_output_transform = False
         if "has_values_step" not in defined and not (STEP_MACHINERY | {"_step", "_build_output"}).isdisjoint(defined):
             cls.has_values_step = False
         if "readers_write_every_flag" not in defined and not {"read_done", "read_reward"}.isdisjoint(defined):

@@ -361,7 +361,7 @@ class GymWrapper(GymLikeEnv):
         """Steps the simulator ``frame_skip`` times with ``action``, summing rewards."""
         outputs = self._env.step(action)
         if (len(outputs) == 5 and self.frame_skip == 1 and self.autoreset_mode == "Disabled"
-                and type(self)._output_transform is GymLikeEnv._output_transform):
+                and type(self).stock_output_transform):
             return outputs  # gymnasium's own five: nothing to normalise or repeat (the step path)
         obs, reward, terminated, truncated, info = self._output_transform(outputs)
         if self.autoreset_mode == "SameStep" and not self._same_step_checked:

@@ -74,7 +74,7 @@ class GymSimulator(ArraySimulator):
 
     #: It steps the gymnasium env itself, reading nothing through the wrapper's readers.
     REPLACES = STEP_MACHINERY | {
-        "_step", "_reset", "_simulate", "_build_output", "_observation_entries",
+        "_step", "_reset", "_simulate", "_output_transform", "_build_output", "_observation_entries",
         "read_obs", "_read_entry", "read_reward", "read_done", "read_action",
     }
     #: A wrapper class with its own readers or ``_simulate`` keeps the gym-like kernel

@@ -445,3 +445,24 @@ def test_a_policy_error_is_not_mistaken_for_an_observation_error():
 
     with pytest.raises(ValueError, match="the policy's own failure"):
         GymWrapper(OffSpaceEnv(shape=(3,))).rollout(3, failing_policy)
+
+
+def test_an_output_transform_of_its_own_runs_on_every_path():
+    class Doubled(GymEnv):  # the gymnasium kernel reads gymnasium's outputs itself: the gym-like one calls this
+        def _output_transform(self, step_outputs):
+            obs, reward, terminated, truncated, info = super()._output_transform(step_outputs)
+            return obs, 2 * reward, terminated, truncated, info
+
+    plain, doubled = GymEnv("Pendulum-v1"), Doubled("Pendulum-v1")
+    assert doubled.kernel == "gym-like: Doubled's simulator, stepped into arrays"
+    for env in (plain, doubled):
+        env.set_seed(5)
+    expected = 2 * plain.rollout(30, break_when_any_done=False)["next", "reward"]
+    torch.testing.assert_close(doubled.rollout(30, break_when_any_done=False)["next", "reward"], expected)
+    def still(td):
+        return td.set("action", torch.zeros(1))
+
+    for env in (plain, doubled):
+        env.set_seed(6)
+    expected = 2 * plain.rollout(30, still, break_when_any_done=False)["next", "reward"]
+    torch.testing.assert_close(doubled.rollout(30, still, break_when_any_done=False)["next", "reward"], expected)
