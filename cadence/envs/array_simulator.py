@@ -61,6 +61,7 @@ __all__ = [
     "StepArrays",
     "carried_entries",
     "check_observation",
+    "defining_class",
     "explain_observation_error",
     "with_env_data",
 ]
@@ -648,6 +649,17 @@ class SerialSimulators(ArraySimulator):
         except SpecMismatchError as err:  # which sub-env
             raise SpecMismatchError(f"{type(self.env).__name__} sub-env {i}: {err}") from err
         return obs, any_done
+
+
+def defining_class(cls: type, name: str) -> str:
+    """The name of the class on ``cls``'s MRO whose body defines ``name`` (for ``env.kernel``).
+
+    Examples:
+        >>> from cadence.envs import PendulumEnv
+        >>> defining_class(PendulumEnv, "_step"), defining_class(PendulumEnv, "step")
+        ('PendulumEnv', 'EnvBase')
+    """
+    return next(klass.__name__ for klass in cls.__mro__ if name in klass.__dict__)
 
 
 def _write_row(target: np.ndarray, t: int, value: Any) -> None:

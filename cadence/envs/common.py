@@ -46,7 +46,7 @@ from cadence.envs.env_specs import EnvSpecs, as_tuple_key, unwrap_key
 from cadence.envs.metadata import EnvMetaData
 from cadence.envs.rollouts import EnvRollouts
 from cadence.envs.seeding import SEED_RANGE, next_seed, validate_seed
-from cadence.envs.array_simulator import STEP_MACHINERY, ArraySimulator
+from cadence.envs.array_simulator import STEP_MACHINERY, ArraySimulator, defining_class
 from cadence.envs.step_values import StepValues
 from cadence.envs.torch_simulator import TorchEnvSimulator, torch_simulator_applies
 from cadence.envs.utils import action_in_spec_dtype, check_in_spec, read_entry, step_mdp
@@ -57,11 +57,6 @@ if TYPE_CHECKING:  # pragma: no cover - type hints only (this module builds on i
 NestedKey = str | tuple[str, ...]
 
 __all__ = ["EnvBase", "EnvMetaData", "SEED_RANGE", "next_seed", "validate_seed"]
-
-
-def _defining_class(cls: type, name: str) -> str:
-    """The name of the class on ``cls``'s MRO whose body defines ``name``."""
-    return next(klass.__name__ for klass in cls.__mro__ if name in klass.__dict__)
 
 
 def _expand_mask(mask: torch.Tensor, shape: torch.Size) -> torch.Tensor:
@@ -403,15 +398,15 @@ class EnvBase(EnvSpecs, EnvRollouts, torch.nn.Module):
         """
         cls = type(self)
         if not cls.stock_step_machinery:
-            own = [f"{_defining_class(cls, name)}.{name}" for name in sorted(STEP_MACHINERY)
-                   if _defining_class(cls, name) != "EnvBase"]
-            return f"generic: {', '.join(own)}, {_defining_class(cls, '_step')}._step"
+            own = [f"{defining_class(cls, name)}.{name}" for name in sorted(STEP_MACHINERY)
+                   if defining_class(cls, name) != "EnvBase"]
+            return f"generic: {', '.join(own)}, {defining_class(cls, '_step')}._step"
         simulator = self._array_simulator()
         if simulator is not None:
             return simulator.describe()
         if self._values_step_applies() and not (self.run_type_checks or self.auto_reset):
-            return f"values: {_defining_class(type(self), '_step_values')}._step_values"
-        return f"generic: {_defining_class(type(self), '_step')}._step"
+            return f"values: {defining_class(type(self), '_step_values')}._step_values"
+        return f"generic: {defining_class(type(self), '_step')}._step"
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -217,9 +217,7 @@ class ParallelSimulators(ArraySimulator):
         batch.start()
         if batch._in_process is not None:
             return batch._in_process._array_simulator()
-        if batch._shared is None or not batch._fast_workers or batch.run_type_checks or not arrays_fit(batch):
-            return None
-        return cls(batch)
+        return cls(batch) if batch._workers_step_arrays() else None
 
     def describe(self) -> str:
         return f"parallel: {self.env.num_workers} workers, each stepping its kernel into shared arrays"
@@ -655,14 +653,18 @@ class ParallelEnv(BatchedEnvBase):
                 output.get(key).copy_(current.get(key))
         self._flag_interrupted(output)
 
+    def _workers_step_arrays(self) -> bool:
+        """Whether every worker steps its own kernel into the shared arrays (what
+        :class:`ParallelSimulators` and the loop on values step through)."""
+        return (self._shared is not None and self._fast_workers and not self.run_type_checks
+                and bool(self._cached("arrays_fit", lambda: arrays_fit(self))))
+
     def _values_step_applies(self) -> bool:
-        # the workers step their kernels into the shared arrays: the loop on values steps them
-        # there, through the same kernel (ParallelSimulators)
+        # the loop on values steps the workers through their kernel (ParallelSimulators)
         self.start()
         if self._in_process is not None:
             return self._in_process._values_step_applies()
-        return (self._shared is not None and self._fast_workers and not self.run_type_checks
-                and bool(self._cached("arrays_fit", lambda: arrays_fit(self))))
+        return self._workers_step_arrays()
 
     # ------------------------------------------------------------------ rollout in chunks
     def _fast_rollout(self, max_steps: int, **kwargs: Any) -> TensorDictBase | None:

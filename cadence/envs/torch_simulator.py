@@ -39,7 +39,7 @@ import torch
 from tensordict import TensorDictBase
 
 from cadence.data import NonTensor
-from cadence.envs.array_simulator import ArraySimulator, arrays_fit
+from cadence.envs.array_simulator import ArraySimulator, arrays_fit, defining_class
 from cadence.envs.utils import SpecMismatchError
 
 if TYPE_CHECKING:  # pragma: no cover - type hints only
@@ -93,8 +93,7 @@ class TorchEnvSimulator(ArraySimulator):
         return cls(env) if torch_simulator_applies(env) else None
 
     def describe(self) -> str:
-        owner = next(klass.__name__ for klass in type(self.env).__mro__ if "_step" in klass.__dict__)
-        return f"torch: {owner}._step, stepped into arrays"
+        return f"torch: {defining_class(type(self.env), '_step')}._step, stepped into arrays"
 
     def __init__(self, env: EnvBase) -> None:
         super().__init__(env, list(env.full_observation_spec.keys(True, True)))
