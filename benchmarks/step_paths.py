@@ -57,7 +57,6 @@ MACHINERY = (
     "envs/torch_simulator.py",
     "envs/gym_like_simulator.py",
     "envs/libs/gym_simulator.py",
-    "envs/transforms/over_time.py",
     "collectors/_runners.py",
     "collectors/_array_runner.py",
     "collectors/_values_runner.py",

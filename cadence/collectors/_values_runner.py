@@ -44,9 +44,11 @@ class _WithTrajectoryIds(Recording):
         self.ids = ids
         self.traj_ids: list[torch.Tensor] = []
 
-    def add(self, entries: dict[Any, torch.Tensor], next_entries: dict[Any, torch.Tensor]) -> None:
-        self.traj_ids.append(self.ids.current)  # read before a done step renews them
-        super().add(entries, next_entries)
+    def add(self, entries: dict[Any, torch.Tensor], next_entries: dict[Any, torch.Tensor],
+            steps: int | None = None) -> None:
+        # read before a done step renews them: a stretch's steps share them (it ends at a done step)
+        self.traj_ids.extend([self.ids.current] * (1 if steps is None else steps))
+        super().add(entries, next_entries, steps)
 
 
 class ValuesRunner:

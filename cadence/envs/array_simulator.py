@@ -1,12 +1,12 @@
-"""The protocol a backend implements to be stepped into preallocated arrays.
+"""The protocol a backend implements to be stepped into preallocated arrays: an env's kernel.
 
-Rollouts with random actions, the collectors' array runner, ``SerialEnv`` and
-``ParallelEnv``'s workers step simulators without building a tensordict per step: they
-ask the env for its :class:`ArraySimulator` (``env._array_simulator()``, ``None`` where
-the env has none) and write each step's observations, rewards and done flags straight
-into numpy arrays laid out from the specs (:class:`StepArrays`), time first. Nothing
-else about the backend is known to them, so that every backend that implements the
-protocol gets every such path:
+The time loop (``cadence.envs.values_loop``: rollouts, the manual loop and the collectors'
+batches), the collectors' array runner and ``ParallelEnv``'s workers step simulators
+without building a tensordict per step: they ask the env for its :class:`ArraySimulator`
+(``env._array_simulator()``, ``None`` where the env has none) and write each step's
+observations, rewards and done flags straight into numpy arrays laid out from the specs
+(:class:`StepArrays`), time first. Nothing else about the backend is known to them, so
+that every backend that implements the protocol gets every such path:
 
 - gymnasium (one env or a vector env; ``cadence.envs.libs.gym_simulator.GymSimulator``),
 - gym-like backends with stock readers, dm_control and gymnasium envs with dict or tuple
@@ -17,10 +17,11 @@ A backend implements five methods: ``to_backend`` (the batch's actions in its fo
 ``reset_all``, ``step`` (one step of every simulator, results batched, without resets),
 ``reset_done`` (resets the simulators a mask selects) and ``write_observation`` (its raw
 observation into the arrays, one array per observation entry). The rest is provided on
-top of these: :meth:`ArraySimulator.step_into` (a step written at time ``t``, the done
-simulators reset) and :meth:`ArraySimulator.rollout` (``env.rollout`` with random
-actions or a tensordict policy); a backend overrides them where it can be faster (one
-gymnasium env steps without arrays of flags).
+top of these: :meth:`ArraySimulator.write_step` (one step written at time ``t``),
+:meth:`ArraySimulator.write_stretch` (steps with given actions up to a done step, or on
+through resets) and :meth:`ArraySimulator.step_into` (a step, then the done simulators
+reset); a backend overrides ``write_step`` or ``write_stretch`` where it can be faster
+(one gymnasium env writes its flags on done steps only).
 
 An observation off its declared space is named (a ``SpecMismatchError`` with the key and
 both shapes) at no cost per step: a failed write is translated
@@ -33,7 +34,7 @@ Examples:
     >>> simulator = SerialEnv(2, lambda: GymEnv("CartPole-v1"))._array_simulator()
     >>> type(simulator).__name__, simulator.observation_keys
     ('SerialSimulators', ('observation',))
-    >>> simulator.rollout(5, None, break_when_any_done=False, set_truncated=False)["next", "observation"].shape
+    >>> SerialEnv(2, lambda: GymEnv("CartPole-v1")).rollout(5, break_when_any_done=False)["next", "observation"].shape
     torch.Size([2, 5, 4])
 """
 
@@ -74,7 +75,6 @@ STEP_MACHINERY = frozenset(
     {"step", "reset", "_step_mdp", "_reset_done", "_complete_done", "_check_step_input", "_step_as_values"}
 )
 _ENV_NEXT_KEYS = ("reward", "done", "terminated", "truncated")
-TensorDictPolicy = Callable[[TensorDictBase], TensorDictBase | None]
 
 
 def numpy_dtype(dtype: torch.dtype) -> np.dtype:
@@ -252,8 +252,8 @@ class ArraySimulator:
 
     A backend subclasses it and defines ``to_backend``, ``reset_all``, ``step``,
     ``reset_done`` and ``write_observation`` (:attr:`PROTOCOL`; a subclass missing one is
-    refused when it is created); it may override :meth:`step_into` and :meth:`rollout` to
-    be faster. The arrays it writes hold one
+    refused when it is created); it may override :meth:`write_step` or
+    :meth:`write_stretch` to be faster. The arrays it writes hold one
     entry per observation key, shaped as the env's specs (batch dims first); rewards
     and flags are shaped like the batch (the specs' trailing ``1`` left out).
 
@@ -340,18 +340,10 @@ class ArraySimulator:
     #: resets through :meth:`stand_at` only, so the step on values does not take it.
     follows_env_reset: ClassVar[bool] = True
 
-    #: Whether a reset may draw from the env's own generator (``env.rng``; an env written in
-    #: torch): random rollouts then draw their actions step by step, between the resets.
-    resets_draw_from_env_rng: bool = False
-
     def stand_at(self, entries: TensorDictBase) -> None:
         """Where the simulators stand, as the next step's input holds it, after a path other
         than this simulator reset or stepped the env (a collector loading its state, say);
         simulators that hold their own state (the default) ignore it."""
-
-    def serves_rollout(self) -> bool:
-        """Whether ``env.rollout`` may take this simulator now (the default: yes)."""
-        return True
 
     # ------------------------------------------------------------------ checks
     def entries(self, obs: Any) -> dict[str, Any]:
@@ -441,101 +433,61 @@ class ArraySimulator:
         if limit is not None and limit.any():
             arrays.truncated[t] |= limit
             any_done = True
-        if not any_done:  # where the simulators stand is where they went: copies of the rows just written
+        self.stand_next(obs, t, arrays, any_done)
+        return np.asarray(arrays.terminated[t] | arrays.truncated[t]) if any_done else None
+
+    def stand_next(self, obs: Any, t: int, arrays: StepArrays, reset: bool) -> Any:
+        """Writes where each simulator stands after step ``t`` into ``root_obs[t + 1]``: where
+        it went, or, with ``reset``, a fresh reset where the step was done. Returns the raw
+        observation there (for :meth:`reset_done`)."""
+        if not reset:  # copies of the rows just written
             for key, root in arrays.root_obs.items():
                 root[t + 1] = arrays.next_obs[key][t]
-            return None
+            return obs
         done = np.asarray(arrays.terminated[t] | arrays.truncated[t])  # an array, also with no batch dims
         try:
             obs = self.reset_done(done, obs)
             self.write_observation(arrays.root_obs, (t + 1,), obs)
         except (ValueError, TypeError) as err:
             self.explain_error(obs, "reset()", err)
-        return done
+        return obs
 
-    def rollout(
-        self,
-        max_steps: int,
-        policy: TensorDictPolicy | None,
-        break_when_any_done: bool,
-        set_truncated: bool,
-        actions: torch.Tensor | None = None,
-        reset: bool = True,
-    ) -> TensorDictBase:
-        """``env.rollout(max_steps, policy, break_when_any_done=..., set_truncated=...)``
-        from a reset, stepped into arrays; the generic rollout's data, entry for entry.
+    def write_stretch(
+        self, actions: Any, start: int, arrays: StepArrays, check: bool, resets: bool = False
+    ) -> tuple[Any, int, bool]:
+        """Steps every simulator with ``actions[0]``, ``actions[1]``, ... (the backend's
+        format, time first), written from row ``start`` on as :meth:`write_step` writes, and
+        where the simulators stand next in ``root_obs``'s next row. Without ``resets`` it
+        stops after the first step where any simulator is done; with ``resets`` the done
+        simulators are reset (a done last step is not) and it goes on. It stops where the
+        actions or rows run out. This is the kernel's loop over a stretch of given actions
+        (``ValuesLoop.run``); a backend overrides it (or :meth:`write_step`) to step faster.
 
-        Args:
-            max_steps: the number of steps.
-            policy: a tensordict policy, or ``None`` for random actions from ``env.rng``.
-            break_when_any_done: stop at the first step where any simulator is done.
-            set_truncated: mark the last step truncated.
-            actions: with no policy, the actions to take (time first) rather than random ones.
-            reset: reset the simulators first; ``False`` steps on from where they stand,
-                the first root observation left at zero (for a caller that reads the
-                ``"next"`` entries only).
+        Returns:
+            The raw observation where the simulators stand (for :meth:`reset_done`), the
+            steps taken, and whether the last one is done (and not reset).
+
+        Examples:
+            >>> import torch
+            >>> from cadence.envs import GymEnv
+            >>> env = GymEnv("CartPole-v1", num_envs=2)
+            >>> simulator = env._array_simulator()
+            >>> arrays = StepArrays.allocate(env, simulator.observation_keys, 50)
+            >>> simulator.write_reset(arrays)
+            >>> actions = simulator.to_backend(env.full_action_spec["action"].rand(torch.Size([50])))
+            >>> _, steps, done = simulator.write_stretch(actions, 0, arrays, check=True, resets=True)
+            >>> steps
+            50
         """
-        env = self.env
-        arrays = StepArrays.allocate(env, self.observation_keys, max_steps)
-        if reset:
-            self.write_reset(arrays)
-        else:
-            for array in arrays.root_obs.values():
-                array[0] = 0
-        if policy is None and actions is None and self.resets_draw_from_env_rng:
-            # drawn step by step, between the resets' draws, as the generic loop draws them
-            spec, rng, drawn = env.full_action_spec["action"], env.rng, []
-
-            def draw(t: int) -> Any:
-                drawn.append(spec.rand(generator=rng))
-                return self.to_backend(drawn[-1])
-
-            steps = self._run(max_steps, break_when_any_done, arrays, draw)
-            return assemble_rollout(env, arrays, steps, torch.stack(drawn), None, set_truncated)
-        if policy is None and actions is None:  # after the reset
-            actions = env.full_action_spec["action"].rand(torch.Size([max_steps]), generator=env.rng)
-        if policy is None:
-            assert actions is not None
-            backend_actions = self.to_backend(actions)
-            steps = self._run(max_steps, break_when_any_done, arrays, lambda t: backend_actions[t])
-            return assemble_rollout(env, arrays, steps, actions[:steps], None, set_truncated)
-        recorded: list[TensorDictBase] = []
-        roots = {key: torch.from_numpy(array) for key, array in arrays.root_obs.items()}
-        flags = torch.zeros((*env.batch_size, 1), dtype=torch.bool)
-        flag_names = root_flag_names(env)
-        carried: dict[str, Any] = {}
-
-        def act(t: int) -> Any:
-            nonlocal carried
-            entries = {**carried, **{key: root[t] for key, root in roots.items()}}
-            entries.update(dict.fromkeys(flag_names, flags))
-            data = TensorDict(entries, batch_size=env.batch_size, device=env.device)
-            returned = policy(data)
-            data = data if returned is None else returned
-            env._check_step_input(data)
-            recorded.append(data)
-            carried = carried_entries(data, self.observation_keys)
-            return self.to_backend(data.get("action"))
-
-        steps = self._run(max_steps, break_when_any_done, arrays, act)
-        return assemble_rollout(env, arrays, steps, None, env._stack_steps(recorded, contiguous=True), set_truncated)
-
-    def _run(
-        self, max_steps: int, break_when_any_done: bool, arrays: StepArrays, act: Callable[[int], Any]
-    ) -> int:
-        """Steps until ``max_steps`` or, if asked, the first done step; returns the steps taken.
-        With ``break_when_any_done`` the done simulators are not reset (as the generic loop)."""
-        for t in range(max_steps):
-            if break_when_any_done:
-                _, any_done = self.write_step(act(t), t, arrays, check=t == 0)
-                for key, root in arrays.root_obs.items():
-                    root[t + 1] = arrays.next_obs[key][t]
-                if any_done:
-                    return t + 1
-            else:
-                self.step_into(act(t), t, arrays, None)
-        return max_steps
-
+        obs, done = None, False
+        n = min(len(actions), len(arrays.reward) - start)
+        for k in range(n):
+            obs, done = self.write_step(actions[k], start + k, arrays, check and k == 0)
+            reset = done and resets and k + 1 < n
+            obs = self.stand_next(obs, start + k, arrays, reset)
+            if done and not reset:
+                return obs, k + 1, True
+        return obs, n, done
 
 class SerialSimulators(ArraySimulator):
     """The simulators of a ``SerialEnv``'s sub-envs, stepped one after the other, each
@@ -605,13 +557,6 @@ class SerialSimulators(ArraySimulator):
     def stand_at(self, entries: TensorDictBase) -> None:
         for i, simulator in enumerate(self.simulators):
             simulator.stand_at(entries[i])
-
-    def serves_rollout(self) -> bool:
-        return all(simulator.serves_rollout() for simulator in self.simulators)
-
-    @property
-    def resets_draw_from_env_rng(self) -> bool:  # type: ignore[override]
-        return any(simulator.resets_draw_from_env_rng for simulator in self.simulators)
 
     @property
     def follows_env_reset(self) -> bool:  # type: ignore[override]
@@ -748,57 +693,6 @@ def carried_entries(data: TensorDictBase, observation_keys: Sequence[str] = ("ob
                 value = previous.update(value) if isinstance(previous, TensorDictBase) else value.copy()
             carried[key] = value
     return carried
-
-
-def assemble_rollout(
-    env: EnvBase,
-    arrays: StepArrays,
-    steps: int,
-    actions: torch.Tensor | None,
-    policy_data: TensorDictBase | None,
-    set_truncated: bool,
-) -> TensorDictBase:
-    """Lays the arrays' first ``steps`` steps out as the generic rollout does,
-    ``[*batch, T]`` with a ``"time"`` dim, merged with what the policy wrote
-    (``policy_data``, already stacked) or with the random ``actions``.
-
-    Examples:
-        >>> from cadence.envs import GymEnv
-        >>> env = GymEnv("Pendulum-v1")
-        >>> arrays = StepArrays.allocate(env, ("observation",), 2)
-        >>> for array in (arrays.root_obs["observation"], arrays.next_obs["observation"], arrays.reward):
-        ...     array[...] = 0
-        >>> data = assemble_rollout(env, arrays, 2, torch.zeros(2, 1), None, set_truncated=True)
-        >>> data["next", "truncated"].flatten().tolist(), data.names
-        ([False, True], ['time'])
-    """
-    nb = env.batch_dims
-    batch_size = [*env.batch_size, steps]
-
-    def arrange(array: np.ndarray | torch.Tensor, trailing_one: bool = False) -> torch.Tensor:
-        tensor = torch.from_numpy(array[:steps]) if isinstance(array, np.ndarray) else array[:steps]
-        if trailing_one:
-            tensor = tensor.unsqueeze(-1)
-        return tensor.movedim(0, nb) if nb else tensor  # time leads in the arrays
-
-    if set_truncated:
-        arrays.truncated[steps - 1] = True
-    names = root_flag_names(env)
-    flags = arrays.flags()
-    following = {key: arrange(array) for key, array in arrays.next_obs.items()}
-    following["reward"] = arrange(arrays.reward, True)
-    following.update({name: arrange(flags[name], True) for name in names})
-    env_next = TensorDict(following, batch_size=batch_size, device=env.device)
-    env_root: dict[str, Any] = {key: arrange(array) for key, array in arrays.root_obs.items()}
-    env_root.update({name: torch.zeros(*batch_size, 1, dtype=torch.bool) for name in names})
-    if policy_data is None:
-        assert actions is not None
-        out = TensorDict({**env_root, "action": arrange(actions), "next": env_next}, batch_size=batch_size,
-                         device=env.device)
-    else:
-        out = with_env_data(policy_data, env_root, env_next)
-    out.names = [None] * nb + ["time"]
-    return out
 
 
 def with_env_data(policy_data: TensorDictBase, root: dict[str, Any], env_next: TensorDictBase) -> TensorDictBase:

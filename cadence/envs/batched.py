@@ -32,7 +32,7 @@ from cadence.envs.common import EnvBase, EnvMetaData
 from cadence.envs.seeding import validate_seed
 from cadence.envs.array_simulator import ArraySimulator, SerialSimulators
 from cadence.envs.step_values import StepValues
-from cadence.envs.utils import exclude_pruned
+from cadence.envs.utils import SpecMismatchError, exclude_pruned
 
 __all__ = ["BatchedEnvBase", "EnvCreator", "SerialEnv"]
 
@@ -346,7 +346,10 @@ class SerialEnv(BatchedEnvBase):
                     current = self._current[i] = current.to_tensordict()
                 outputs.append(current)
                 continue
-            out = env.reset(sub, **kwargs)
+            try:
+                out = env.reset(sub, **kwargs)
+            except SpecMismatchError as err:  # which sub-env
+                raise SpecMismatchError(f"{type(self).__name__} sub-env {i}: {err}") from err
             self._current[i] = out
             outputs.append(out)
         self._current_entries = None
@@ -404,21 +407,6 @@ class SerialEnv(BatchedEnvBase):
         last = exclude_pruned(data[..., -1].get("next"), self.reward_keys)
         self._current = list(last.unbind(0))
         self._current_entries = None
-
-    def _fast_rollout(self, max_steps: int, **kwargs: Any) -> TensorDictBase | None:
-        data = super()._fast_rollout(max_steps, **kwargs)  # on the sub-envs' array simulators, where they have them
-        if data is not None:
-            self._moved_on(data)
-        return data
-
-    def _steps_until_done(self, tensordict: TensorDictBase, actions: torch.Tensor) -> TensorDictBase:
-        simulator = self._array_simulator()
-        if simulator is None or not simulator.serves_rollout():
-            return super()._steps_until_done(tensordict, actions)
-        simulator.stand_at(tensordict)  # the sub-envs step on from the input (a stateless one's state is there)
-        data = simulator.rollout(len(actions), None, True, False, actions=actions, reset=False)
-        self._moved_on(data)
-        return data.get("next")
 
     def close(self) -> None:
         """Closes every sub-env."""

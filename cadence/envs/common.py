@@ -344,6 +344,9 @@ class EnvBase(EnvSpecs, EnvRollouts, torch.nn.Module):
             >>> sorted(data["next"].keys())
             ['done', 'params', 'reward', 'terminated', 'th', 'thdot']
         """
+        loop = self._manual_values_loop()
+        if loop is not None and loop.step_tensordict(tensordict) is not None:
+            return tensordict  # the step on plain tensors, where the env and the input allow it
         self._check_step_input(tensordict)
         next_td = self._step(tensordict)
         self._complete_done(next_td)

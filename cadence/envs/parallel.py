@@ -55,6 +55,7 @@ from cadence.envs.array_simulator import ArraySimulator, StepArrays, arrays_fit
 from cadence.envs.batched import BatchedEnvBase, BatchedMethod, EnvCreator, EnvFactory, SerialEnv
 from cadence.envs.common import EnvBase, next_seed
 from cadence.envs.utils import exclude_pruned
+from cadence.envs.values_loop import ValuesLoop, values_loop_applies
 from cadence.envs.workers import WorkerDiedError, WorkerError, WorkerPool, default_start_method
 
 __all__ = ["ParallelEnv", "ParallelSimulators"]
@@ -109,8 +110,9 @@ class _EnvWorker:
 
     @property
     def fast(self) -> bool:
-        """Whether this worker steps its simulator into the shared arrays and rolls out in chunks."""
-        return self.simulator is not None
+        """Whether this worker steps its simulator into the shared arrays and rolls out in
+        chunks (the loop on values over its env)."""
+        return self.simulator is not None and values_loop_applies(self.env)
 
     def _bind_arrays(self) -> None:
         """Numpy views of the shared slices, for stepping the simulator directly."""
@@ -172,8 +174,14 @@ class _EnvWorker:
             self.done_now[name][...] = out
 
     def rollout_chunk(self, actions: torch.Tensor, max_steps: int, set_truncated: bool) -> TensorDictBase:
-        assert self.simulator is not None
-        data = self.simulator.rollout(max_steps, None, False, set_truncated, actions=actions)
+        # the time loop over this worker's env, from a reset, with the given actions
+        loop = ValuesLoop(self.env)
+        recording = loop.recording()
+        root = loop.entries(self.env.reset())
+        loop.run(root, max_steps, None, recording, actions=actions, reset_after_last=False)
+        data = loop.assemble(recording)
+        if set_truncated:
+            self.env._mark_truncated(data)
         if self.shared:
             last = data[..., -1].get("next")
             self.current.update_(last.select(*self.current_keys, strict=False))
@@ -670,10 +678,10 @@ class ParallelEnv(BatchedEnvBase):
     def _fast_rollout(self, max_steps: int, **kwargs: Any) -> TensorDictBase | None:
         self.start()
         if self._in_process is not None:
-            return self._in_process._fast_rollout(max_steps, **kwargs)
+            return None  # the loop steps the serial batch in this process
         chunks_apply = self._fast_workers and kwargs["policy"] is None and not kwargs["break_when_any_done"]
         if not (chunks_apply and self._plain_rollout(kwargs)):
-            return super()._fast_rollout(max_steps, **kwargs)  # step by step on the shared arrays, where they serve
+            return None  # the loop steps the workers, on the shared arrays where they serve
         actions = self.full_action_spec["action"].rand(torch.Size([max_steps]), generator=self.rng)
         # a worker rebuilt mid-chunk rolls the same actions out again, from its fresh reset
         chunks, _ = self._on_workers(

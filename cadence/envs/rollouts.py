@@ -1,15 +1,13 @@
-"""``rollout``: the step loop every env offers, and the shortcuts it takes.
+"""``rollout``: the step loop every env offers.
 
-``EnvBase`` mixes :class:`EnvRollouts` in. ``rollout`` with a policy module runs the step
-loop on plain tensors (:mod:`cadence.envs.values_loop`) wherever the env steps on values,
-the policy compiled to a step on the entries' dict
-(:func:`~cadence.modules.tensor_view.compile_policy`). Otherwise it asks the env for a
-shortcut (``_fast_rollout``: by default the env's array simulator, see
-:mod:`cadence.envs.array_simulator`; ``TransformedEnv`` transforms a rollout of its base
-env over time; ``ParallelEnv`` rolls out in chunks), then, for random actions, the loop
-on plain tensors again, and otherwise runs the generic loop: a tensordict per step,
-stacked once at the end. Every shortcut gives the generic loop's data, entry for entry
-(the tests compare them).
+``EnvBase`` mixes :class:`EnvRollouts` in. ``rollout`` with random actions or a policy
+module runs the time loop on plain tensors (:mod:`cadence.envs.values_loop`) wherever the
+env steps on values: the policy compiled to a step on the entries' dict
+(:func:`~cadence.modules.tensor_view.compile_policy`), random actions drawn at the start
+and stepped in stretches up to each done step where the env's kernel takes them. Anything
+else (a callback, a plain callable as the policy, an input to start from, an env with its
+own ``step``) runs the generic loop here: a tensordict per step, stacked in chunks.
+``ParallelEnv`` lets its workers roll out on their own (``_fast_rollout``).
 
 Examples:
     >>> from cadence.envs.custom import PendulumEnv
@@ -67,31 +65,10 @@ class EnvRollouts:
         True
     """
 
-    def _fast_rollout(
-        self: EnvBase,
-        max_steps: int,
-        *,
-        policy: Policy | None,
-        callback: Callable[..., Any] | None,
-        auto_reset: bool,
-        break_when_any_done: bool,
-        break_when_all_done: bool,
-        return_contiguous: bool,
-        tensordict: TensorDictBase | None,
-        set_truncated: bool,
-    ) -> TensorDictBase | None:
-        """A backend's shortcut for ``rollout``; ``None`` when it does not apply. By default,
-        a rollout from a fresh reset that asks for no callback, early stop when all are done
-        or checks runs on the env's array simulator, if it has one."""
-        if (callback is not None or not auto_reset or tensordict is not None or break_when_all_done
-                or not return_contiguous or self.run_type_checks or self.auto_reset):
-            return None
-        if set_truncated and "truncated" not in self.full_done_spec.keys():
-            return None  # the generic loop says why it cannot
-        simulator = self._array_simulator()
-        if simulator is None or not simulator.serves_rollout():
-            return None
-        return simulator.rollout(max_steps, policy, break_when_any_done, set_truncated)
+    def _fast_rollout(self: EnvBase, max_steps: int, **request: Any) -> TensorDictBase | None:
+        """A rollout that a batch of workers takes on its own (``ParallelEnv``: each worker runs
+        the loop over its env); ``None`` (the default): the loop here takes it."""
+        return None
 
     def rollout(
         self: EnvBase,
@@ -138,16 +115,6 @@ class EnvRollouts:
             raise ValueError(f"rollout() needs max_steps >= 1, got {max_steps}.")
         if auto_cast_to_device and policy is not None:
             policy = policy_on_device(policy, self.device)
-        if (policy is not None and callback is None and auto_reset and tensordict is None and return_contiguous
-                and not self._has_dynamic_specs()):
-            from cadence.envs.values_loop import ValuesLoop, values_loop_applies  # it builds on this module
-
-            # a tensordict module as a step on the entries' dict: compiled to its arithmetic, or
-            # called on one tensordict of them
-            step = compile_policy(policy, self.batch_size) or tensordict_step(policy, self.batch_size)
-            if step is not None and values_loop_applies(self):
-                return self._values_rollout(ValuesLoop(self), max_steps, break_when_any_done,
-                                            break_when_all_done, set_truncated, step)
         fast = self._fast_rollout(
             max_steps,
             policy=policy,
@@ -161,13 +128,17 @@ class EnvRollouts:
         )
         if fast is not None:
             return fast
-        if (policy is None and callback is None and auto_reset and tensordict is None and return_contiguous
+        if (callback is None and auto_reset and tensordict is None and return_contiguous
                 and not self._has_dynamic_specs()):
             from cadence.envs.values_loop import ValuesLoop, values_loop_applies  # it builds on this module
 
-            if values_loop_applies(self):  # random actions on plain tensors, one stack per entry
+            # random actions, or a tensordict module as a step on the entries' dict: compiled to
+            # its arithmetic, or called on one tensordict of them
+            step = None if policy is None else (compile_policy(policy, self.batch_size)
+                                                or tensordict_step(policy, self.batch_size))
+            if (policy is None or step is not None) and values_loop_applies(self):
                 return self._values_rollout(ValuesLoop(self), max_steps, break_when_any_done,
-                                            break_when_all_done, set_truncated)
+                                            break_when_all_done, set_truncated, step)
         if auto_reset:
             current = self.reset(tensordict)
         elif tensordict is None:
@@ -211,54 +182,17 @@ class EnvRollouts:
         set_truncated: bool, policy: TensorStep | None = None,
     ) -> TensorDictBase:
         """The generic rollout loop below (from a reset), on plain tensors: ``policy`` as a
-        step on the entries' dict, or random actions."""
+        step on the entries' dict, or random actions (drawn at the start, after the reset,
+        where the loop takes them in stretches)."""
         recording = loop.recording()
-        loop.run(loop.entries(self.reset()), max_steps, policy, recording, break_when_any_done=break_when_any_done,
+        root = loop.entries(self.reset())
+        actions = loop.draw_ahead(max_steps) if policy is None else None
+        loop.run(root, max_steps, policy, recording, actions=actions, break_when_any_done=break_when_any_done,
                  break_when_all_done=break_when_all_done, reset_after_last=False)
         result = loop.assemble(recording)
         if set_truncated:
             self._mark_truncated(result)
         return result
-
-    def _steps_until_done(self: EnvBase, tensordict: TensorDictBase, actions: torch.Tensor) -> TensorDictBase:
-        """Steps from the input ``tensordict`` with ``actions`` (time first, one action
-        key) until a step where any component is done, or until the actions run out.
-
-        This is the base-env half of ``TransformedEnv``'s rollout shortcut, which then
-        applies its transforms to all these steps at once. An env with an array
-        simulator steps it (an env written in torch; gymnasium wrappers and serial
-        batches override this); others step one by one.
-
-        Args:
-            tensordict: the first step's input (it is not changed).
-            actions: ``[T, *batch_size, *action_shape]``.
-
-        Returns:
-            The steps' ``"next"`` outputs, stacked on a trailing time dim of size ``n <= T``.
-
-        Examples:
-            >>> import torch
-            >>> from cadence.envs.custom import PendulumEnv
-            >>> env = PendulumEnv()
-            >>> env._steps_until_done(env.reset(), torch.zeros(4, 1)).batch_size
-            torch.Size([4])
-        """
-        simulator = self._array_simulator()
-        if simulator is not None and simulator.serves_rollout():  # an env written in torch, say
-            simulator.stand_at(tensordict)
-            return simulator.rollout(len(actions), None, True, False, actions=actions, reset=False).get("next")
-        action_key = self.action_keys[0]
-        done_key = self.done_key
-        current = tensordict.copy()
-        outputs: list[TensorDictBase] = []
-        for action in actions:
-            current.set(action_key, action)
-            data = self.step(current)
-            outputs.append(data.get("next"))
-            if outputs[-1].get(done_key).any():
-                break
-            current = self._step_mdp(data)
-        return self._stack_steps(outputs, contiguous=True)
 
     @staticmethod
     def _stack_steps(steps: list[TensorDictBase], contiguous: bool) -> TensorDictBase:

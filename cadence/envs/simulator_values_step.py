@@ -18,12 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
+from tensordict import TensorDict
 
 from cadence.envs.array_simulator import ArraySimulator, StepArrays
 from cadence.envs.step_values import StepValues, entry_key
 
 if TYPE_CHECKING:  # pragma: no cover - type hints only
     from cadence.envs.common import EnvBase
+    from cadence.envs.transforms.base import Transform
 
 __all__ = ["SimulatorValuesStep"]
 
@@ -47,6 +49,8 @@ class SimulatorValuesStep:
         simulator: the array simulator of ``outer`` or of its base env.
         transform_step: the transforms' entries step (``outer`` a ``TransformedEnv``), or
             ``None``.
+        over_time: the transforms themselves, where they transform a stretch of steps at
+            once (``Transform.steps_over_time``): :meth:`stretch` serves ``outer`` then.
 
     Examples:
         >>> from cadence.envs import GymEnv
@@ -67,10 +71,18 @@ class SimulatorValuesStep:
         outer: EnvBase,
         simulator: ArraySimulator,
         transform_step: Callable[[Any, dict[Any, torch.Tensor]], dict[Any, torch.Tensor]] | None = None,
+        over_time: Transform | None = None,
     ) -> None:
         self.outer = outer
         self.simulator = simulator
         self.transform_step = transform_step
+        self.over_time = over_time
+        #: Whether :meth:`stretch` serves ``outer``: no transforms, or transforms over time.
+        self.takes_stretches = transform_step is None or over_time is not None
+        #: Whether :meth:`reset_done` serves ``outer``: the simulators' own reset is its reset
+        #: (transforms reset through the env: they have their own reset to run).
+        self.resets = transform_step is None
+        self._last_obs: Any = None
         self._batch_size, self._device = outer.batch_size, outer.device
         self._complete = outer._step_values_complete
         self._stepped = simulator.env._stepped_on_arrays  # an env that keeps a record of where it stands
@@ -98,7 +110,8 @@ class SimulatorValuesStep:
         if self._t == self._rows:
             self._allocate()
         t, arrays = self._t, self._arrays
-        _, any_done = simulator.write_step(simulator.to_backend(values.entries["action"]), t, arrays, check=t == 0)
+        self._last_obs, any_done = simulator.write_step(simulator.to_backend(values.entries["action"]), t, arrays,
+                                                        check=t == 0)
         if any_done:  # the chunk's "done" rows start false
             np.logical_or(arrays.terminated[t:t + 1], arrays.truncated[t:t + 1], out=self._done_array[t:t + 1])
         self._t = t + 1
@@ -113,3 +126,95 @@ class SimulatorValuesStep:
             outer._complete_done(out)
             outer._check_rewards(out)
         return out
+
+    def start_stretches(self, actions: torch.Tensor) -> None:
+        """Readies :meth:`stretch` for a run of ``len(actions)`` steps with ``actions`` (time
+        first): the actions in the simulator's format, and arrays for the whole run (each
+        stretch writes its rows, and its entries are views of them)."""
+        simulator = self.simulator
+        self._run_actions = simulator.to_backend(actions)
+        self._run_arrays = arrays = StepArrays.allocate(simulator.env, simulator.observation_keys, len(actions))
+        self._run_done = np.zeros_like(arrays.terminated)
+        dim = len(self._batch_size)
+
+        def entry(array: np.ndarray, trailing_one: bool = False) -> torch.Tensor:
+            tensor = torch.from_numpy(array)
+            if trailing_one:
+                tensor = tensor.unsqueeze(-1)
+            return tensor.movedim(0, dim) if dim else tensor  # time leads in the arrays
+
+        self._run_next = {key: entry(array) for key, array in arrays.next_obs.items()}
+        self._run_next.update(reward=entry(arrays.reward, True), terminated=entry(arrays.terminated, True),
+                              truncated=entry(arrays.truncated, True), done=entry(self._run_done, True))
+        # the steps' inputs where the simulators reset themselves: where they stood, flags cleared
+        cleared = entry(np.zeros_like(arrays.terminated), True)
+        self._run_inputs = {key: entry(array) for key, array in arrays.root_obs.items()}
+        self._run_inputs.update(done=cleared, terminated=cleared, truncated=cleared)
+
+    def stretch(
+        self, root: dict[Any, torch.Tensor], start: int, resets: bool
+    ) -> tuple[dict[Any, torch.Tensor] | None, dict[Any, torch.Tensor], dict[Any, torch.Tensor], int]:
+        """Steps with the run's actions from row ``start`` (see :meth:`start_stretches`) from
+        the input entries ``root``: until the first step where any component is done, or,
+        with ``resets`` (only where :attr:`resets`), resetting the done simulators on the way,
+        or until the actions run out; or up to where a transform ends the episode (a step
+        limit). The transforms (if any) transform the stretch at once. Only where
+        :attr:`takes_stretches`.
+
+        Returns:
+            The steps' inputs where the simulators reset on the way (else ``None``: the
+            caller builds them from ``root`` and the results), the steps' results (each
+            entry stacked on a time dim after the batch dims), the last step's results, and
+            the number of steps.
+        """
+        arrays, dim = self._run_arrays, len(self._batch_size)
+        end = len(arrays.reward)
+        root_td = None
+        if self.over_time is not None:
+            root_td = TensorDict(root, batch_size=self._batch_size, device=self._device)
+            limit = self.over_time._steps_before_done(root_td)
+            if limit is not None:
+                end = min(end, start + max(1, limit))
+        resets = resets and self.resets
+        if resets:
+            for key, rows in arrays.root_obs.items():
+                rows[start] = root[key].numpy()
+        self._last_obs, steps, _ = self.simulator.write_stretch(self._run_actions[start:end], start, arrays,
+                                                                check=True, resets=resets)
+        stop = start + steps
+        np.logical_or(arrays.terminated[start:stop], arrays.truncated[start:stop], out=self._run_done[start:stop])
+        entries = {key: value.narrow(dim, start, steps) for key, value in self._run_next.items()}
+        last = {key: value.select(dim, steps - 1) for key, value in entries.items()}
+        self._stepped(last)
+        inputs = None
+        if resets:
+            inputs = {key: value.narrow(dim, start, steps) for key, value in self._run_inputs.items()}
+        if self.over_time is not None:
+            next_steps = TensorDict(entries, batch_size=[*self._batch_size, steps], device=self._device)
+            next_steps = self.over_time._step_over_time(root_td, next_steps)
+            self.outer._complete_done(next_steps)
+            entries = dict(next_steps.items(True, True))
+            last = {key: value.select(dim, steps - 1) for key, value in entries.items()}
+        return inputs, entries, last, steps
+
+    def reset_done(self, root: dict[Any, torch.Tensor]) -> dict[Any, torch.Tensor]:
+        """The next input ``root`` (after a step with a done component) with the done
+        simulators reset by the simulators themselves, as ``env._reset_done`` resets them:
+        their observations and cleared flags. Only where :attr:`resets`."""
+        simulator = self.simulator
+        done = root["done"].numpy()
+        done = done.reshape(done.shape[:-1])  # the batch's shape
+        obs = self._last_obs
+        try:
+            obs = simulator.reset_done(done, obs)
+            targets = {key: np.empty((1, *array.shape), dtype=array.dtype) for key, array in (
+                (key, root[key].numpy()) for key in simulator.observation_keys)}
+            simulator.write_observation(targets, (0,), obs)
+        except (ValueError, TypeError) as err:
+            simulator.explain_error(obs, "reset()", err)
+        self._last_obs = obs
+        entries = dict(root)
+        entries.update((key, torch.from_numpy(target[0])) for key, target in targets.items())
+        entries.update((name, torch.zeros_like(root["done"])) for name in ("done", "terminated", "truncated"))
+        self._stepped(entries)
+        return entries

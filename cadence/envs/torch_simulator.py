@@ -6,14 +6,15 @@ is called on a TensorDict holding where the env stands (its observation and stat
 moved from the last output by reference: no ``step_mdp``) and the action; the output's
 observations, nested ones included, are copied into the arrays. What ``step()`` adds on
 the generic path stays: the action checked (and cast) as ``step()`` does, the done flags
-completed, resets through ``_reset_done``. The rollouts, ``SerialEnv`` and the collectors'
-array runner then skip the per-step ``"next"`` TensorDicts, the step_mdp and the stacking.
+completed, resets through ``_reset_done``. The collectors' array runner and ``SerialEnv``
+then skip the per-step ``"next"`` TensorDicts, the step_mdp and the stacking (a rollout
+steps the env on values instead: ``EnvBase._step_values``, which keeps a graph through it).
 
 It is ``EnvBase``'s own ``array_kernel``: a class keeps it while it keeps ``step()``'s
 bookkeeping (``EnvBase.kernel`` states the rule), and it applies on the CPU, with static specs of tensors and the arrays' layout
-(:func:`~cadence.envs.array_simulator.arrays_fit`, ``"truncated"`` optional); and a rollout takes it only with
-gradients off (``torch.no_grad()``, as collectors run): the arrays hold copies, and a
-rollout that trains through the simulator (the seed's Pendulum tutorial) needs the graph.
+(:func:`~cadence.envs.array_simulator.arrays_fit`, ``"truncated"`` optional). The arrays
+hold copies: a path that trains through the simulator (the seed's Pendulum tutorial) does
+not take it.
 
 A stateless env's state travels in its data (:attr:`~cadence.envs.array_simulator.ArraySimulator.state_in_data`):
 this simulator keeps it from step to step, so only paths that own the data from step to
@@ -25,8 +26,7 @@ Examples:
     >>> env = PendulumEnv()
     >>> type(env._array_simulator()).__name__
     'TorchEnvSimulator'
-    >>> with torch.no_grad():
-    ...     env.rollout(5)["next", "params", "g"].shape
+    >>> env.rollout(5)["next", "params", "g"].shape
     torch.Size([5])
 """
 
@@ -100,7 +100,6 @@ class TorchEnvSimulator(ArraySimulator):
         # what the next _step reads: the observation and state entries, by top-level name
         self._carried = sorted({*env.full_observation_spec.keys(), *env.full_state_spec.keys()})
         self.state_in_data = len(env.full_state_spec.keys()) > 0
-        self.resets_draw_from_env_rng = True  # a torch env's reset may use env.rng
         self._declared = {
             *self.observation_keys,
             *env.full_state_spec.keys(True, True),
@@ -164,9 +163,6 @@ class TorchEnvSimulator(ArraySimulator):
 
     def stand_at(self, entries: TensorDictBase) -> None:
         self._current = entries.select(*self._carried, strict=False)
-
-    def serves_rollout(self) -> bool:
-        return not torch.is_grad_enabled()  # a rollout with gradients keeps its graph: the generic path
 
     # ------------------------------------------------------------------ checks
     def _check_output(self, out: TensorDictBase) -> None:

@@ -34,6 +34,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from cadence.data import NonTensor
+from cadence.envs.simulator_values_step import SimulatorValuesStep
 from cadence.envs.step_values import StepValues
 from cadence.envs.utils import action_in_spec_dtype
 
@@ -84,13 +85,16 @@ def any_done(done: torch.Tensor) -> bool:
 
 
 class ValuesStep(NamedTuple):
-    """One step: its input's entries (with the action), its results, the next input's
-    entries (before any reset), and its done flag."""
+    """One step, or a stretch of steps: its input's entries (with the action), its results,
+    the next input's entries (before any reset), and the (last step's) done flag. A
+    stretch (``steps`` a number) has its entries stacked on a time dim after the batch
+    dims; a single step (``steps`` is ``None``) has none."""
 
     entries: Entries
     next_entries: dict[Any, torch.Tensor]
     next_root: Entries
     done: torch.Tensor
+    steps: int | None = None
 
 
 class ValuesLoop:
@@ -112,6 +116,12 @@ class ValuesLoop:
         self._rewards = set(env.reward_keys)
         self._batch_size, self._device = env.batch_size, env.device  # read once: properties, every step
         self._step_values = env._values_stepper()  # _step_as_values, or the same through the array simulator
+        stepper = self._step_values
+        simulator_step = stepper if isinstance(stepper, SimulatorValuesStep) else None
+        #: the step through the array simulator, where it takes stretches of given actions
+        self._stretches = simulator_step if simulator_step is not None and simulator_step.takes_stretches else None
+        # the simulators' own reset, where it is the env's
+        self._resets = simulator_step if simulator_step is not None and simulator_step.resets else None
         # step_mdp's rule: the step's results leave "next", the action and rewards stay behind
         self._dropped = {"next", *action_keys, *self._rewards}
 
@@ -121,13 +131,17 @@ class ValuesLoop:
         return {key: value for key, value in td.items(True, True)
                 if key != "next" and not (type(key) is tuple and key[0] == "next")}
 
-    def step(self, root: Entries, policy: TensorPolicy | None) -> ValuesStep:
-        """One step from the input entries ``root`` (not changed): the policy's action, or
-        random actions drawn from ``env.rng`` as ``rand_action`` draws them."""
+    def step(self, root: Entries, policy: TensorPolicy | None, action: torch.Tensor | None = None) -> ValuesStep:
+        """One step from the input entries ``root`` (not changed): the policy's action, the
+        given ``action`` (of the spec's shape and dtype), or random actions drawn from
+        ``env.rng`` as ``rand_action`` draws them."""
         env = self.env
         values = dict(root)
         checked = False
-        if policy is not None:
+        if action is not None:
+            values[self._single_action] = action
+            checked = True
+        elif policy is not None:
             policy(values)
             if self._action_layout is not None:  # the common case spares step()'s full check
                 action = values.get(self._single_action)
@@ -149,6 +163,70 @@ class ValuesLoop:
                 next_root[key] = value
         return ValuesStep(values, next_entries, next_root, next_entries["done"])
 
+    @property
+    def takes_stretches(self) -> bool:
+        """Whether the env's kernel takes stretches of given actions (up to each done step,
+        the transforms over the stretch at once): random rollouts draw their actions at the
+        start then (:meth:`draw_ahead`).
+
+        Examples:
+            >>> from cadence.envs import GymEnv, StepCounter, TimeMaxPool, TransformedEnv
+            >>> ValuesLoop(TransformedEnv(GymEnv("Pendulum-v1"), StepCounter(5))).takes_stretches
+            True
+            >>> env = TransformedEnv(GymEnv("Pendulum-v1"), TimeMaxPool(in_keys=["observation"], T=2))
+            >>> ValuesLoop(env).takes_stretches  # a transform that needs each step
+            False
+        """
+        return self._stretches is not None and self._action_spec is not None
+
+    def draw_ahead(self, steps: int) -> torch.Tensor | None:
+        """``steps`` random actions drawn now from ``env.rng`` (time first), where the loop
+        takes stretches of given actions (:meth:`run`); ``None`` where it draws them step by
+        step (an env whose resets may draw from ``env.rng`` between them, say).
+
+        Examples:
+            >>> from cadence.envs import GymEnv, PendulumEnv
+            >>> ValuesLoop(GymEnv("Pendulum-v1")).draw_ahead(5).shape, ValuesLoop(PendulumEnv()).draw_ahead(5)
+            (torch.Size([5, 1]), None)
+        """
+        if not self.takes_stretches:
+            return None
+        assert self._action_spec is not None
+        return self._action_spec.rand(torch.Size([steps]), generator=self.env.rng)
+
+    def stretch(self, root: Entries, actions: torch.Tensor, start: int, resets: bool) -> ValuesStep:
+        """Steps with the run's ``actions`` (time first) from ``actions[start]`` on, from the
+        input entries ``root``, up to the first done step (or, with ``resets``, on through
+        resets where the simulators' reset is the env's) or a step limit: one call to the
+        kernel for the stretch, the transforms over it at once (:meth:`run` readies the
+        kernel). The inputs of the steps after the first follow ``step_mdp``'s rule: the
+        results of the step before, over what the first input carried."""
+        assert self._stretches is not None and self._single_action is not None
+        inputs, next_entries, last, steps = self._stretches.stretch(root, start, resets)
+        dim, dropped, rewards = len(self._batch_size), self._dropped, self._rewards
+        entries: Entries = {}
+        for key, value in root.items():
+            if key in dropped:
+                continue
+            following = inputs.get(key) if inputs is not None else None
+            if following is not None:  # where the simulators stood, resets included
+                entries[key] = following
+                continue
+            first = value.unsqueeze(dim)
+            following = next_entries.get(key) if key not in rewards else None
+            if following is None:  # carried as it is
+                entries[key] = first.expand(*value.shape[:dim], steps, *value.shape[dim:]).clone()
+            elif steps == 1:
+                entries[key] = first
+            else:
+                entries[key] = torch.cat([first, following.narrow(dim, 0, steps - 1)], dim)
+        entries[self._single_action] = actions[start:start + steps].movedim(0, dim)
+        next_root = {key: value for key, value in root.items() if key not in dropped}
+        for key, value in last.items():
+            if key not in rewards:
+                next_root[key] = value
+        return ValuesStep(entries, next_entries, next_root, next_root["done"], steps)
+
     def run(
         self,
         root: Entries,
@@ -156,6 +234,7 @@ class ValuesLoop:
         policy: TensorPolicy | None,
         recording: Recording,
         *,
+        actions: torch.Tensor | None = None,
         break_when_any_done: bool = False,
         break_when_all_done: bool = False,
         reset_after_last: bool = True,
@@ -163,18 +242,21 @@ class ValuesLoop:
     ) -> Entries | None:
         """Takes up to ``steps`` steps from the input entries ``root``, recording each.
 
-        This is the time loop on values: the rollout (random actions, from a reset) and
-        the collector's batches both run it. The done components are reset between steps
-        (and after the last one, with ``reset_after_last``: a collector's next batch goes
-        on from there, where a rollout leaves the env as its last step left it);
-        ``on_done`` hears of each step's done flags first (the collector renews its
-        trajectory ids there).
+        This is the time loop: ``rollout`` and the collectors' batches run it. Each turn
+        takes a stretch of steps: one step with a policy (it reads each step's input), up to
+        the next done step with given ``actions`` where the kernel takes stretches
+        (:meth:`stretch`). The done components are reset between steps (and after the last
+        one, with ``reset_after_last``: a collector's next batch goes on from there, where a
+        rollout leaves the env as its last step left it); ``on_done`` hears of each step's
+        done flags first (the collector renews its trajectory ids there).
 
         Args:
             root: the first step's input entries (not changed).
             steps: the most steps to take.
-            policy: the policy as a step on the entries (``None``: random actions).
+            policy: the policy as a step on the entries (``None``: given or random actions).
             recording: where the steps go.
+            actions: without a policy, the actions to take (time first, at least ``steps``;
+                :meth:`draw_ahead` draws them); ``None``: random ones, drawn step by step.
             break_when_any_done: stop after the first step where any component is done.
             break_when_all_done: stop after the first step where all components are.
             reset_after_last: reset the done components after the last step too.
@@ -193,9 +275,19 @@ class ValuesLoop:
             >>> recording.steps, sorted(root)
             (5, ['done', 'observation', 'terminated', 'truncated'])
         """
-        for t in range(steps):
-            step = self.step(root, policy)
-            recording.add(step.entries, step.next_entries)
+        stretches = actions is not None and policy is None and self.takes_stretches
+        if stretches:
+            assert actions is not None and self._stretches is not None
+            self._stretches.start_stretches(actions[:steps])
+        t = 0
+        while t < steps:
+            if stretches:  # the kernel resets the done components itself where nothing needs to hear of them
+                step = self.stretch(root, actions, t, resets=not (break_when_any_done or break_when_all_done
+                                                                  or on_done is not None))
+            else:
+                step = self.step(root, policy, None if actions is None else actions[t])
+            recording.add(step.entries, step.next_entries, step.steps)
+            t += 1 if step.steps is None else step.steps
             done = step.done
             root = step.next_root
             if any_done(done):
@@ -203,16 +295,25 @@ class ValuesLoop:
                     return None
                 if on_done is not None:
                     on_done(done)
-                if reset_after_last or t + 1 < steps:
+                if reset_after_last or t < steps:
                     root = self.reset_done(root)
         return root
 
-    def step_and_maybe_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase] | None:
-        """``env.step_and_maybe_reset(tensordict)`` on plain tensors: the same two fresh
-        TensorDicts (``tensordict`` with ``"next"`` written in, and the next input, its done
-        components reset), built once each; ``None`` where ``tensordict`` is not a plain
-        TensorDict of tensors at the root of the env's batch size (the generic path serves
-        it, and raises what it raises)."""
+    def step_tensordict(self, tensordict: TensorDictBase) -> tuple[Entries, dict[Any, torch.Tensor]] | None:
+        """``env.step(tensordict)`` on plain tensors: the step's results written into
+        ``tensordict`` under ``"next"`` (one TensorDict built); returns the input's entries
+        (the action as stepped) and the results. ``None`` where ``tensordict`` is not a
+        plain TensorDict of tensors at the root of the env's batch size (the generic path
+        serves it, and raises what it raises).
+
+        Examples:
+            >>> from cadence.envs import GymEnv
+            >>> env = GymEnv("Pendulum-v1")
+            >>> data = env.rand_action(env.reset())
+            >>> _ = ValuesLoop(env).step_tensordict(data)
+            >>> data["next", "observation"].shape
+            torch.Size([3])
+        """
         if type(tensordict) is not TensorDict or tensordict.batch_size != self._batch_size:
             return None
         entries: Entries = {}
@@ -220,14 +321,24 @@ class ValuesLoop:
             if not isinstance(value, torch.Tensor):  # "next", or a nested entry
                 return None
             entries[key] = value
-        env = self.env
         single = self._single_action
         action = entries.get(single) if single is not None else None
         if action is None or (action.shape, action.dtype) != self._action_layout:
-            env._check_step_input(tensordict)  # raises, or casts the action in place as step() does
+            self.env._check_step_input(tensordict)  # raises, or casts the action in place as step() does
             entries = dict(tensordict.items())
         next_entries = self._step_values(StepValues(entries, self._batch_size, self._device), checked=True).entries
         tensordict.set("next", TensorDict(next_entries, batch_size=self._batch_size, device=self._device))
+        return entries, next_entries
+
+    def step_and_maybe_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase] | None:
+        """``env.step_and_maybe_reset(tensordict)`` on plain tensors: the same two fresh
+        TensorDicts (``tensordict`` with ``"next"`` written in, and the next input, its done
+        components reset), built once each; ``None`` where :meth:`step_tensordict` does not
+        serve ``tensordict``."""
+        stepped = self.step_tensordict(tensordict)
+        if stepped is None:
+            return None
+        entries, next_entries = stepped
         dropped, rewards = self._dropped, self._rewards
         next_root = {key: value for key, value in entries.items() if key not in dropped}
         for key, value in next_entries.items():
@@ -236,11 +347,14 @@ class ValuesLoop:
         names = tensordict.names if tensordict.batch_dims else None
         next_td = TensorDict(next_root, batch_size=self._batch_size, device=tensordict.device, names=names)
         if any_done(next_entries["done"]):
-            next_td, _ = env._reset_done(next_td)
+            next_td, _ = self.env._reset_done(next_td)
         return tensordict, next_td
 
     def reset_done(self, next_root: Entries) -> Entries:
-        """The next input with its done components reset (through the env's ``_reset_done``)."""
+        """The next input with its done components reset: by the simulators where their
+        reset is the env's, else through the env's ``_reset_done``."""
+        if self._resets is not None:
+            return self._resets.reset_done(next_root)
         reset, _ = self.env._reset_done(TensorDict(next_root, batch_size=self.env.batch_size))
         return self.entries(reset)
 
@@ -290,8 +404,15 @@ class Recording:
         self._pending: list[tuple[dict[Any, torch.Tensor], dict[Any, torch.Tensor]]] = []
         self._chunks: list[tuple[dict[Any, torch.Tensor], dict[Any, torch.Tensor]]] = []
 
-    def add(self, entries: dict[Any, torch.Tensor], next_entries: dict[Any, torch.Tensor]) -> None:
-        """Records one step: its input's entries and its results."""
+    def add(self, entries: dict[Any, torch.Tensor], next_entries: dict[Any, torch.Tensor],
+            steps: int | None = None) -> None:
+        """Records one step (its input's entries and its results), or a stretch of ``steps``
+        steps (their entries stacked on the time dim already)."""
+        if steps is not None:
+            self._flush()
+            self._chunks.append((entries, next_entries))
+            self.steps += steps
+            return
         self._pending.append((entries, next_entries))
         self.steps += 1
         if len(self._pending) >= self.CHUNK:
@@ -321,6 +442,13 @@ class Recording:
         return joined[0], joined[1], self.steps
 
     def _stack(self, steps: list[dict[Any, torch.Tensor]], where: str) -> dict[Any, torch.Tensor]:
+        first = steps[0]
+        for step in steps:
+            if len(step) != len(first):  # an entry that comes and goes: the generic loop cannot stack it either
+                changed = sorted(map(str, set(step).symmetric_difference(first)))
+                raise ValueError(f"The steps' {where} entries changed during the rollout: {changed} are not in "
+                                 "every step; the env's data does not keep to its specs: check_env_specs(env) "
+                                 "names the entry.")
         out = {}
         for key in steps[0]:
             try:

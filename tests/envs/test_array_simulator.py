@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from tensordict.nn import TensorDictModule
 from tensordict import TensorDict, TensorDictBase
 
 from cadence.collectors import SyncDataCollector
@@ -97,7 +98,9 @@ def _pair(make: Any) -> tuple[EnvBase, EnvBase]:
 @pytest.mark.parametrize("with_policy", [False, True], ids=["random", "policy"])
 def test_a_users_env_rolls_out_on_its_simulator_as_on_the_generic_loop(rollout: dict, with_policy: bool) -> None:
     fast_env, slow_env = _pair(WalkEnv)
-    policy = (lambda td: td.set("action", torch.full_like(td.get("position"), 0.9))) if with_policy else None
+    policy = None
+    if with_policy:
+        policy = TensorDictModule(lambda position: torch.full_like(position, 0.9), ["position"], ["action"])
     asked = []
     fast_env._array_simulator = lambda: asked.append(True) or WalkSimulator(fast_env)
     fast = fast_env.rollout(30, policy, **rollout)

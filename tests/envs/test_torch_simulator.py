@@ -182,8 +182,13 @@ def test_an_output_off_its_specs_is_named() -> None:
         def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
             return super()._step(tensordict).set("debug", torch.zeros(3))
 
+    # the kernel holds the declared entries only: it names the others
+    collector = SyncDataCollector(Extra(), frames_per_batch=6, total_frames=6)
     with torch.no_grad(), pytest.raises(SpecMismatchError, match=r"Extra._step returned entries its specs do not "
                                                                  r"declare: \['debug'\]"):
+        next(iter(collector))
+    # the loop keeps them, as the generic loop does, and names one that is not in every step
+    with pytest.raises(ValueError, match=r"\['debug'\] are not in every step"):
         Extra().rollout(3)
 
 

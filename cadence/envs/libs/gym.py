@@ -382,14 +382,6 @@ class GymWrapper(GymLikeEnv):
         name = getattr(getattr(self._env, "spec", None), "id", type(self._env).__name__)
         return f"{type(self).__name__}(env={name}, batch_size={self.batch_size}, device={self.device})"
 
-    # ------------------------------------------------------------------ fast rollout
-    def _steps_until_done(self, tensordict: TensorDictBase, actions: torch.Tensor) -> TensorDictBase:
-        if not isinstance(self._array_simulator(), GymSimulator):
-            return super()._steps_until_done(tensordict, actions)
-        # the simulator stands where the last step or reset left it: step on from there
-        data = GymSimulator(self).rollout(len(actions), None, True, False, actions=actions, reset=False)
-        return data.get("next")
-
 
 def _gym_checker_breaks_on_numpy2(gym_version: str) -> bool:
     """Whether this release of ``gym`` ships the env checker that numpy 2 broke (gym < 1)."""

@@ -4,11 +4,12 @@ It is ``GymWrapper``'s ``array_kernel`` (``EnvBase.kernel`` states the rule): a 
 class that keeps the stock readers, with a single array observation (no pixels, frame
 skip, info readers or auto-reset), gives a :class:`GymSimulator`: its simulator (one
 env or a vector env) stepped straight into preallocated arrays. Every path that steps
-arrays then serves it: ``rollout`` with random actions or a policy (when the call asks
-for nothing that needs a tensordict per step), ``SerialEnv`` of such wrappers,
-``ParallelEnv``'s workers and the collectors' array runner. One (non-vector) env has
-its own faster loops: no arrays of flags per step, the rollout's root observations
-copied from the next ones at the end.
+arrays then serves it: the time loop (``rollout``, the manual loop, the collectors'
+batches), ``SerialEnv`` of such wrappers, ``ParallelEnv``'s workers and the collectors'
+array runner. :meth:`GymSimulator.write_stretch` steps one env and a ``SyncVectorEnv``'s sub-envs
+(any other vector env through the protocol's ``step``): one (non-vector) env writes its
+flags on done steps only, and a stretch's root observations are its next ones shifted by
+a step, written once.
 
 The results are the generic path's, entry for entry (the tests compare them). An
 observation with the right number of elements but another shape is reshaped by the
@@ -43,8 +44,6 @@ from cadence.envs.array_simulator import (
     STEP_MACHINERY,
     ArraySimulator,
     StepArrays,
-    TensorDictPolicy,
-    assemble_rollout,
     check_observation,
     explain_observation_error,
 )
@@ -119,36 +118,75 @@ class GymSimulator(ArraySimulator):
 
     def step(self, action: Any) -> tuple[Any, Any, Any, Any]:
         """The protocol's ``step``: gymnasium's ``step`` (of a vector env other than gymnasium's
-        own ``SyncVectorEnv``: :meth:`write_step` steps the others)."""
+        own ``SyncVectorEnv``: :meth:`write_stretch` steps the others)."""
         obs, reward, terminated, truncated, _ = self.wrapper._env.step(action)
         return obs, reward, terminated, truncated
 
     def write_step(self, action: Any, t: int, arrays: StepArrays, check: bool) -> tuple[Any, bool]:
-        """One env, or a ``SyncVectorEnv``'s sub-envs one by one, stepped straight into the
-        arrays' row (no intermediate arrays); any other vector env through its ``step``."""
-        if self.is_vector and self._sub_envs is None:
+        """A stretch of one step (:meth:`write_stretch` steps this simulator); the row may be
+        written before (a worker's shared row), so its flags are cleared first."""
+        if self.is_vector and self._sub_envs is None:  # through the protocol's step
             return super().write_step(action, t, arrays, check)
+        arrays.terminated[t] = arrays.truncated[t] = False
+        obs, _, done = self.write_stretch((action,), t, arrays, check)
+        return obs, done
+
+    def write_stretch(
+        self, actions: Any, start: int, arrays: StepArrays, check: bool, resets: bool = False
+    ) -> tuple[Any, int, bool]:
+        """One env, or a ``SyncVectorEnv``'s sub-envs one by one, stepped straight into the
+        arrays' rows (no intermediate arrays); any other vector env through its ``step``.
+        One env writes its flags on done steps only (the rows' flags start cleared, as
+        :meth:`StepArrays.allocate` leaves them) and its root rows once at the end: the
+        next rows shifted by a step, but after its resets."""
+        if self.is_vector and self._sub_envs is None:
+            return super().write_stretch(actions, start, arrays, check, resets)
         next_obs, reward, terminated, truncated = (arrays.next_obs["observation"], arrays.reward,
                                                    arrays.terminated, arrays.truncated)
+        steps = min(len(actions), len(reward) - start)
         obs: Any = None
+        done = False
         try:  # costs nothing unless a write fails: then the observation is named
             if self._sub_envs is None:
-                obs, reward[t], terminated[t], truncated[t], _ = self.wrapper._env.step(action)
-                next_obs[t] = obs
-                any_done = bool(terminated[t] or truncated[t])
+                step, reset = self.wrapper._env.step, self.wrapper._env.reset
+                reset_rows: list[tuple[int, Any]] = []
+                for k in range(steps):
+                    t = start + k
+                    obs, reward[t], te, tr, _ = step(actions[k])
+                    next_obs[t] = obs
+                    if te or tr:
+                        terminated[t], truncated[t] = te, tr
+                        if resets and k + 1 < steps:
+                            obs = reset()[0]
+                            reset_rows.append((t + 1, obs))
+                            continue
+                        done, steps = True, k + 1
+                        break
+                root_obs = arrays.root_obs.get("observation")
+                if root_obs is not None:
+                    root_obs[start + 1 : start + steps + 1] = next_obs[start : start + steps]
+                    for t, row in reset_rows:
+                        root_obs[t] = row
             else:  # the vector env's list of current observations follows (its masked reset reads it)
                 current = self.wrapper._env._env_obs
-                row_obs, row_reward, row_terminated, row_truncated = next_obs[t], reward[t], terminated[t], truncated[t]
-                for i, sub_env in enumerate(self._sub_envs):
-                    obs, row_reward[i], row_terminated[i], row_truncated[i], _ = sub_env.step(action[i])
-                    current[i] = row_obs[i] = obs
-                obs = row_obs
-                any_done = bool(row_terminated.any() or row_truncated.any())
+                for k in range(steps):
+                    t, action = start + k, actions[k]
+                    row_obs, row_reward, row_terminated, row_truncated = next_obs[t], reward[t], terminated[t], truncated[t]
+                    for i, sub_env in enumerate(self._sub_envs):
+                        obs, row_reward[i], row_terminated[i], row_truncated[i], _ = sub_env.step(action[i])
+                        current[i] = row_obs[i] = obs
+                    done = bool(row_terminated.any() or row_truncated.any())
+                    reset = done and resets and k + 1 < steps
+                    obs = self.stand_next(row_obs, t, arrays, reset)
+                    if done and not reset:
+                        steps = k + 1
+                        break
+                    done = False
             if check:  # what numpy would broadcast silently (a scalar)
                 check_observation(self.env, obs, "step()")
         except (ValueError, TypeError) as err:
             explain_observation_error(self.env, obs, "step()", err)
-        return obs, any_done
+        return obs, steps, done
 
     def reset_done(self, done: np.ndarray, obs: Any) -> Any:
         """The protocol's ``reset_done``: the done sub-envs of a vector env reset, or the one env."""
@@ -173,60 +211,6 @@ class GymSimulator(ArraySimulator):
 
     def explain_error(self, obs: Any, where: str, err: Exception) -> NoReturn:
         explain_observation_error(self.env, obs, where, err)
-
-    def rollout(
-        self,
-        max_steps: int,
-        policy: TensorDictPolicy | None,
-        break_when_any_done: bool,
-        set_truncated: bool,
-        actions: torch.Tensor | None = None,
-        reset: bool = True,
-    ) -> TensorDictBase:
-        if policy is not None or self.is_vector:
-            return super().rollout(max_steps, policy, break_when_any_done, set_truncated, actions, reset)
-        env = self.env
-        if actions is None:
-            actions = env.full_action_spec["action"].rand(torch.Size([max_steps]), generator=env.rng)
-        arrays = StepArrays.allocate(env, self.observation_keys, max_steps)
-        if reset:
-            self.write_reset(arrays)
-        else:
-            arrays.root_obs["observation"][0] = 0
-        steps = self._run_random(arrays, self.to_backend(actions), break_when_any_done)
-        return assemble_rollout(env, arrays, steps, actions, None, set_truncated)
-
-    def _run_random(self, arrays: StepArrays, actions: Any, break_when_any_done: bool) -> int:
-        """One env with given actions: only the done steps write their flags, and the root
-        observations are the next ones shifted by a step, but after a reset."""
-        step_env, reset_env = self.wrapper._env.step, self.wrapper._env.reset
-        next_obs, reward = arrays.next_obs["observation"], arrays.reward
-        terminated, truncated = arrays.terminated, arrays.truncated
-        max_steps = len(next_obs)
-        steps = max_steps
-        reset_rows: list[tuple[int, Any]] = []
-        obs = None
-        try:  # no cost per step; a failure to write an observation is explained below
-            for t in range(max_steps):
-                obs, r, te, tr, _ = step_env(actions[t])
-                next_obs[t] = obs
-                reward[t] = r
-                if te or tr:
-                    terminated[t] = te
-                    truncated[t] = tr
-                    if break_when_any_done:
-                        steps = t + 1
-                        break
-                    if t + 1 < max_steps:
-                        reset_rows.append((t + 1, reset_env()[0]))
-        except (ValueError, TypeError) as err:
-            explain_observation_error(self.env, obs, "step()", err)
-        check_observation(self.env, obs, "step()")  # once: an observation numpy broadcast silently
-        root_obs = arrays.root_obs["observation"]
-        root_obs[1:steps] = next_obs[: steps - 1]
-        for t, obs in reset_rows:
-            root_obs[t] = obs
-        return steps
 
 
 def _stock_sync_vector_envs(vector: Any) -> list[Any] | None:

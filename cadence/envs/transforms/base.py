@@ -676,7 +676,7 @@ class TransformedEnv(EnvBase):
             return self._step_as_values
         transform = self._modules["transform"]
         step = self._cached("entries_step", lambda: transform._entries_step(self.batch_size, self.device))
-        return SimulatorValuesStep(self, simulator, step)
+        return SimulatorValuesStep(self, simulator, step, transform if transform.steps_over_time else None)
 
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
         data = None
@@ -688,11 +688,6 @@ class TransformedEnv(EnvBase):
         data = self.transform._reset_env_preprocess(data)
         out = self.base_env.reset(data, **kwargs)
         return self.transform._reset(tensordict, out)
-
-    def _fast_rollout(self, max_steps: int, **request: Any) -> TensorDictBase | None:
-        from cadence.envs.transforms.over_time import rollout_over_time  # it builds on this module
-
-        return rollout_over_time(self, max_steps, **request)
 
     def set_seed(self, seed: int | None = None, static_seed: bool = False) -> int | None:
         """Seeds the base env (and this env's generator); returns the next seed.

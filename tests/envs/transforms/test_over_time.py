@@ -1,4 +1,4 @@
-"""The rollout shortcut of transformed envs gives the step-by-step loop's data."""
+"""Transformed envs stepped in stretches (the transforms over each at once) give the step-by-step loop's data."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from cadence.envs.transforms import (
     TimeMaxPool,
     TransformedEnv,
 )
-from cadence.envs.transforms.over_time import shortcut_applies
+from cadence.envs.values_loop import ValuesLoop
 from tests.fakes import CountingEnv, assert_same_rollout
 
 
@@ -64,7 +64,7 @@ def test_same_data_as_step_by_step(base: str, rollout: str) -> None:
     fast_env, slow_env = (
         TransformedEnv(make_base(), _chain(30, observation_key, observation_shape)) for _ in range(2)
     )
-    assert shortcut_applies(fast_env, None, None, True)
+    assert ValuesLoop(fast_env).takes_stretches == (base != "generic-steps")  # a torch env steps one by one
     fast_env.set_seed(7)
     slow_env.set_seed(7)
     fast = fast_env.rollout(75, **ROLLOUTS[rollout])
@@ -85,7 +85,6 @@ def test_same_data_as_step_by_step(base: str, rollout: str) -> None:
         lambda: RewardClipping(-0.5, 0.5),
         lambda: BinarizeReward(),
         lambda: SignTransform(in_keys=["observation"]),
-        lambda: ClipTransform(in_keys=["observation"], in_keys_inv=["action"], low=-0.5, high=0.5),
         lambda: CatTensors(in_keys=["observation", "step_count"], out_key="vector", unsqueeze_if_oor=True,
                            del_keys=False),
         lambda: CatTensors(in_keys=["observation"], out_key="vector", del_keys=False),
@@ -93,7 +92,7 @@ def test_same_data_as_step_by_step(base: str, rollout: str) -> None:
 )
 def test_elementwise_transforms_take_the_shortcut(transform) -> None:
     fast_env, slow_env = (TransformedEnv(GymEnv("Pendulum-v1"), Compose(StepCounter(20), transform())) for _ in range(2))
-    assert shortcut_applies(fast_env, None, None, True)
+    assert ValuesLoop(fast_env).takes_stretches
     fast_env.set_seed(2)
     slow_env.set_seed(2)
     assert_same_rollout(
@@ -139,10 +138,22 @@ def test_a_rollout_from_a_given_input() -> None:
     assert data["is_init"].squeeze(-1).tolist() == [False, False, True, False]
 
 
+def test_a_transform_of_the_action_steps_one_by_one() -> None:
+    make = lambda: TransformedEnv(  # noqa: E731
+        GymEnv("Pendulum-v1"), Compose(StepCounter(20), ClipTransform(in_keys=["observation"], in_keys_inv=["action"],
+                                                                      low=-0.5, high=0.5)))
+    fast_env, slow_env = make(), make()
+    assert not ValuesLoop(fast_env).takes_stretches
+    fast_env.set_seed(2)
+    slow_env.set_seed(2)
+    assert_same_rollout(
+        fast_env.rollout(45, break_when_any_done=False), _step_by_step(slow_env, 45, break_when_any_done=False)
+    )
+
+
 def test_transforms_that_need_each_step_keep_the_loop() -> None:
     env = TransformedEnv(GymEnv("Pendulum-v1"), Compose(StepCounter(5), TimeMaxPool(in_keys=["observation"], T=2)))
-    assert not shortcut_applies(env, None, None, True)
-    assert not shortcut_applies(TransformedEnv(GymEnv("Pendulum-v1"), StepCounter()), lambda td: td, None, True)
+    assert not ValuesLoop(env).takes_stretches
     data = env.rollout(7, break_when_any_done=False)
     assert data["next", "step_count"].squeeze(-1).tolist() == [1, 2, 3, 4, 5, 1, 2]
     assert data["next", "observation"].shape == (7, 3)
@@ -151,7 +162,7 @@ def test_transforms_that_need_each_step_keep_the_loop() -> None:
 def test_a_stateless_base_keeps_the_loop() -> None:
     # the base reads its state from each step's input, which the transforms may change
     env = TransformedEnv(PendulumEnv(), _chain(5, "th", ()))
-    assert not shortcut_applies(env, None, None, True)
+    assert not ValuesLoop(env).takes_stretches
     assert env.rollout(7, break_when_any_done=False)["next", "step_count"].squeeze(-1).tolist() == [1, 2, 3, 4, 5, 1, 2]
 
 
