@@ -675,7 +675,7 @@ class ParallelEnv(BatchedEnvBase):
         return self._workers_step_arrays()
 
     # ------------------------------------------------------------------ rollout in chunks
-    def _fast_rollout(self, max_steps: int, **kwargs: Any) -> TensorDictBase | None:
+    def _rollout_on_workers(self, max_steps: int, **kwargs: Any) -> TensorDictBase | None:
         self.start()
         if self._in_process is not None:
             return None  # the loop steps the serial batch in this process

@@ -7,7 +7,7 @@ env steps on values: the policy compiled to a step on the entries' dict
 and stepped in stretches up to each done step where the env's kernel takes them. Anything
 else (a callback, a plain callable as the policy, an input to start from, an env with its
 own ``step``) runs the generic loop here: a tensordict per step, stacked in chunks.
-``ParallelEnv`` lets its workers roll out on their own (``_fast_rollout``).
+``ParallelEnv`` lets its workers roll out on their own (``_rollout_on_workers``).
 
 Examples:
     >>> from cadence.envs.custom import PendulumEnv
@@ -65,7 +65,7 @@ class EnvRollouts:
         True
     """
 
-    def _fast_rollout(self: EnvBase, max_steps: int, **request: Any) -> TensorDictBase | None:
+    def _rollout_on_workers(self: EnvBase, max_steps: int, **request: Any) -> TensorDictBase | None:
         """A rollout that a batch of workers takes on its own (``ParallelEnv``: each worker runs
         the loop over its env); ``None`` (the default): the loop here takes it."""
         return None
@@ -115,7 +115,7 @@ class EnvRollouts:
             raise ValueError(f"rollout() needs max_steps >= 1, got {max_steps}.")
         if auto_cast_to_device and policy is not None:
             policy = policy_on_device(policy, self.device)
-        fast = self._fast_rollout(
+        on_workers = self._rollout_on_workers(
             max_steps,
             policy=policy,
             callback=callback,
@@ -126,8 +126,8 @@ class EnvRollouts:
             tensordict=tensordict,
             set_truncated=set_truncated,
         )
-        if fast is not None:
-            return fast
+        if on_workers is not None:
+            return on_workers
         if (callback is None and auto_reset and tensordict is None and return_contiguous
                 and not self._has_dynamic_specs()):
             from cadence.envs.values_loop import ValuesLoop, values_loop_applies  # it builds on this module
@@ -201,8 +201,8 @@ class EnvRollouts:
         The generic loop keeps each step's tensordict and stacks once at the end: one
         ``torch.stack`` per entry costs a fraction of copying every entry into a
         preallocated buffer at every step (about 16 us against 80 us a step for a
-        gymnasium env on the development machine). Backends with a shortcut
-        (``_fast_rollout``) write into preallocated arrays instead.
+        gymnasium env on the development machine). The loop on values writes into
+        preallocated arrays instead, where the env's kernel does.
         """
         dim = steps[0].batch_dims
         if not contiguous:

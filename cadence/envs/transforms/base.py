@@ -200,9 +200,9 @@ class Transform(torch.nn.Module):
 
         return step
 
-    #: Whether ``_step_over_time`` gives what ``_step`` gives step by step, so that a
-    #: ``TransformedEnv`` may roll out its base env first and transform the steps after
-    #: (``cadence.envs.transforms.over_time``). Off unless a transform says so.
+    #: Whether ``_step_over_time`` gives what ``_step`` gives step by step, so that the
+    #: loop may step the base env over a stretch of steps and transform them after, at once
+    #: (``ValuesLoop.stretch``). Off unless a transform says so.
     steps_over_time: bool = False
 
     def _step_over_time(self, tensordict: TensorDictBase, next_steps: TensorDictBase) -> TensorDictBase:
