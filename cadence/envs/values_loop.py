@@ -156,12 +156,17 @@ class ValuesLoop:
         else:
             values.update(env.full_action_spec.rand(None, generator=env.rng).items(True, True))
         next_entries = self._step_values(StepValues(values, self._batch_size, self._device), checked=checked).entries
+        return ValuesStep(values, next_entries, self._next_root(values, next_entries), next_entries["done"])
+
+    def _next_root(self, entries: Entries, results: dict[Any, torch.Tensor]) -> Entries:
+        """The next input by ``step_mdp``'s rule: the input's entries but the action and the
+        rewards, with the step's results (but the rewards) written over them."""
         dropped, rewards = self._dropped, self._rewards
-        next_root = {key: value for key, value in values.items() if key not in dropped}
-        for key, value in next_entries.items():
+        next_root = {key: value for key, value in entries.items() if key not in dropped}
+        for key, value in results.items():
             if key not in rewards:
                 next_root[key] = value
-        return ValuesStep(values, next_entries, next_root, next_entries["done"])
+        return next_root
 
     @property
     def takes_stretches(self) -> bool:
@@ -221,10 +226,7 @@ class ValuesLoop:
             else:
                 entries[key] = torch.cat([first, following.narrow(dim, 0, steps - 1)], dim)
         entries[self._single_action] = actions[start:start + steps].movedim(0, dim)
-        next_root = {key: value for key, value in root.items() if key not in dropped}
-        for key, value in last.items():
-            if key not in rewards:
-                next_root[key] = value
+        next_root = self._next_root(root, last)
         return ValuesStep(entries, next_entries, next_root, next_root["done"], steps)
 
     def run(
@@ -339,11 +341,7 @@ class ValuesLoop:
         if stepped is None:
             return None
         entries, next_entries = stepped
-        dropped, rewards = self._dropped, self._rewards
-        next_root = {key: value for key, value in entries.items() if key not in dropped}
-        for key, value in next_entries.items():
-            if key not in rewards:
-                next_root[key] = value
+        next_root = self._next_root(entries, next_entries)
         names = tensordict.names if tensordict.batch_dims else None
         next_td = TensorDict(next_root, batch_size=self._batch_size, device=tensordict.device, names=names)
         if any_done(next_entries["done"]):
