@@ -40,7 +40,7 @@ Examples:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
 import numpy as np
@@ -488,6 +488,7 @@ class ArraySimulator:
             if done and not reset:
                 return obs, k + 1, True
         return obs, n, done
+
 
 class SerialSimulators(ArraySimulator):
     """The simulators of a ``SerialEnv``'s sub-envs, stepped one after the other, each

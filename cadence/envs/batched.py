@@ -30,7 +30,7 @@ from tensordict import TensorDict, TensorDictBase
 
 from cadence.envs.common import EnvBase, EnvMetaData
 from cadence.envs.seeding import validate_seed
-from cadence.envs.array_simulator import ArraySimulator, SerialSimulators
+from cadence.envs.array_simulator import SerialSimulators
 from cadence.envs.step_values import StepValues
 from cadence.envs.utils import SpecMismatchError, exclude_pruned
 

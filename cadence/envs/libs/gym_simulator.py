@@ -37,7 +37,6 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 import torch
-from tensordict import TensorDictBase
 
 from cadence.data import NonTensor
 from cadence.envs.array_simulator import (
@@ -128,7 +127,7 @@ class GymSimulator(ArraySimulator):
         if self.is_vector and self._sub_envs is None:  # through the protocol's step
             return super().write_step(action, t, arrays, check)
         arrays.terminated[t] = arrays.truncated[t] = False
-        obs, _, done = self.write_stretch((action,), t, arrays, check)
+        obs, _, done = self._write_rows((action,), t, arrays, check, resets=False, roots=False)
         return obs, done
 
     def write_stretch(
@@ -141,6 +140,13 @@ class GymSimulator(ArraySimulator):
         next rows shifted by a step, but after its resets."""
         if self.is_vector and self._sub_envs is None:
             return super().write_stretch(actions, start, arrays, check, resets)
+        return self._write_rows(actions, start, arrays, check, resets, roots=True)
+
+    def _write_rows(
+        self, actions: Any, start: int, arrays: StepArrays, check: bool, resets: bool, roots: bool
+    ) -> tuple[Any, int, bool]:
+        """:meth:`write_stretch`'s steps; ``roots``: also where the simulators stand next (a
+        single step leaves that to its caller)."""
         next_obs, reward, terminated, truncated = (arrays.next_obs["observation"], arrays.reward,
                                                    arrays.terminated, arrays.truncated)
         steps = min(len(actions), len(reward) - start)
@@ -162,7 +168,7 @@ class GymSimulator(ArraySimulator):
                             continue
                         done, steps = True, k + 1
                         break
-                root_obs = arrays.root_obs.get("observation")
+                root_obs = arrays.root_obs.get("observation") if roots else None
                 if root_obs is not None:
                     root_obs[start + 1 : start + steps + 1] = next_obs[start : start + steps]
                     for t, row in reset_rows:
@@ -177,7 +183,7 @@ class GymSimulator(ArraySimulator):
                         current[i] = row_obs[i] = obs
                     done = bool(row_terminated.any() or row_truncated.any())
                     reset = done and resets and k + 1 < steps
-                    obs = self.stand_next(row_obs, t, arrays, reset)
+                    obs = self.stand_next(row_obs, t, arrays, reset) if roots or reset else row_obs
                     if done and not reset:
                         steps = k + 1
                         break
