@@ -281,11 +281,12 @@ class ValuesLoop:
         if stretches:
             assert actions is not None and self._stretches is not None
             self._stretches.start_stretches(actions[:steps])
+        # the kernel resets the done components itself where nothing needs to hear of them
+        kernel_resets = not (break_when_any_done or break_when_all_done or on_done is not None)
         t = 0
         while t < steps:
-            if stretches:  # the kernel resets the done components itself where nothing needs to hear of them
-                step = self.stretch(root, actions, t, resets=not (break_when_any_done or break_when_all_done
-                                                                  or on_done is not None))
+            if stretches:
+                step = self.stretch(root, actions, t, resets=kernel_resets)
             else:
                 step = self.step(root, policy, None if actions is None else actions[t])
             recording.add(step.entries, step.next_entries, step.steps)

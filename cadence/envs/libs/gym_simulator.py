@@ -122,8 +122,9 @@ class GymSimulator(ArraySimulator):
         return obs, reward, terminated, truncated
 
     def write_step(self, action: Any, t: int, arrays: StepArrays, check: bool) -> tuple[Any, bool]:
-        """A stretch of one step (:meth:`write_stretch` steps this simulator); the row may be
-        written before (a worker's shared row), so its flags are cleared first."""
+        """One step, as :meth:`write_stretch` steps (where the simulators stand next is left
+        to the caller); the row may be written before (a worker's shared row), so its flags
+        are cleared first."""
         if self.is_vector and self._sub_envs is None:  # through the protocol's step
             return super().write_step(action, t, arrays, check)
         arrays.terminated[t] = arrays.truncated[t] = False
