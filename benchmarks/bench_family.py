@@ -6,7 +6,7 @@ frames_per_batch=1000, total_frames=-1)`` runs three ways, each once per round (
 rounds, medians shown; one warm-up batch, then ``--batches`` timed batches):
 
 * ``cadence fast``: the default construction; the table names the runner it took
-  (``type(collector._runner).__name__``: ArrayRunner, ValuesRunner or EnvRunner);
+  (``type(collector._runner).__name__``: ValuesRunner or EnvRunner);
 * ``cadence generic``: ``SyncDataCollector(..., fast_path=False)`` with
   ``env.use_values_path = False`` on the outermost ``TransformedEnv`` (every step on
   TensorDicts, the reference behaviour);

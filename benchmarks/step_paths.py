@@ -58,7 +58,6 @@ MACHINERY = (
     "envs/gym_like_simulator.py",
     "envs/libs/gym_simulator.py",
     "collectors/_runners.py",
-    "collectors/_array_runner.py",
     "collectors/_values_runner.py",
     "modules/tensor_view.py",
 )

@@ -1,7 +1,6 @@
 """(Internal to the collectors.) What steps an env for a batch: trajectory ids and the
-generic runner (any env, a tensordict per step). The faster runners build on these: the
-array runner (``_array_runner.py``: simulators stepped straight into preallocated arrays)
-and the values runner (``_values_runner.py``: transforms on plain tensors).
+generic runner (any env, a tensordict per step). The values runner (``_values_runner.py``:
+the step loop on plain tensors) builds on these.
 
 The runners keep where the env stands between batches (its next input, the "shuttle")
 and return batches ``[*env.batch_size, T]`` whose last dim is named ``"time"``, holding
@@ -127,25 +126,20 @@ class EnvRunner:
         """Runs ``steps`` steps with ``act`` (a policy, or the env's ``rand_action``)."""
         if self.shuttle is None:
             self.reset()
-        env = self.env
-        recorded: list[TensorDictBase] = []
         ids: list[torch.Tensor] = []
-        for _ in range(steps):
-            shuttle = self.shuttle
-            assert shuttle is not None
-            returned = act(shuttle)
-            shuttle = shuttle if returned is None else returned
+
+        def record_ids(env: EnvBase, data: TensorDictBase) -> None:
             # the ids are kept aside: an entry of the step would travel on with step_mdp,
             # and the next step's write would land in the same nested tensordict
             ids.append(self.ids.current)
-            data, self.shuttle = env.step_and_maybe_reset(shuttle)
-            recorded.append(data)
             done = self._done(data)
             if done.any():
                 self.ids.renew(done)
-        batch = env._stack_steps(recorded, contiguous=not env._has_dynamic_specs())
+
+        env = self.env
+        batch, self.shuttle = env._tensordict_loop(self.shuttle, steps, act, record_ids, reset_after_last=True,
+                                                   contiguous=not env._has_dynamic_specs())
         batch.set(TRAJ_KEY, torch.stack(ids, env.batch_dims))
-        batch.names = [None] * env.batch_dims + ["time"]
         return batch
 
     def state(self) -> TensorDictBase | None:

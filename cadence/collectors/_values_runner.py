@@ -1,12 +1,12 @@
 """(Internal to the collectors.) The runner of envs that step on plain tensors.
 
-A ``TransformedEnv`` whose transforms all ``steps_on_values`` over a backend that steps on
-values (a stock gymnasium or dm_control env, a ``SerialEnv`` of such; see
-:mod:`cadence.envs.step_values`) needs no TensorDict inside a batch:
+An env for which :func:`~cadence.envs.values_loop.values_loop_applies` (a backend with a
+kernel, a serial or parallel batch of them, a torch-written env, under transforms that all
+``steps_on_values``; see :mod:`cadence.envs.step_values`) needs no TensorDict inside a batch:
 :class:`~cadence.envs.values_loop.ValuesLoop` steps it on dicts of tensors, and each entry
 is stacked at the end of the batch. The policy runs compiled to a function on such a dict
-(``compile_policy``) or, any other ``TensorDictModuleBase``, on one TensorDict of the
-step's entries (:func:`tensordict_step`).
+(``compile_policy``) or, any other policy, on one TensorDict of the step's entries
+(:func:`tensordict_step`).
 
 The batches are the generic runner's, entry for entry (the tests compare them): the same
 keys, dtypes and values, ``("collector", "traj_ids")``, the last dim named ``"time"``.
@@ -82,13 +82,15 @@ class ValuesRunner:
 
     def collect(self, steps: int, policy: TensorStep | None) -> TensorDictBase:
         """Runs ``steps`` steps with the compiled ``policy``, or random actions (``None``)
-        drawn as the env's ``rand_action`` draws them."""
+        drawn as the env's ``rand_action`` draws them (all at the start where the loop takes
+        stretches of them)."""
         if self.root is None:
             self.reset()
         batch_size, loop, ids = self.env.batch_size, self.loop, self.ids
         recording = _WithTrajectoryIds(self.env.batch_dims, ids)
         assert self.root is not None
-        self.root = loop.run(self.root, steps, policy, recording,
+        actions = loop.draw_ahead(steps) if policy is None else None
+        self.root = loop.run(self.root, steps, policy, recording, actions=actions,
                              on_done=lambda done: ids.renew(done.reshape(*batch_size, -1).any(-1)))
         extra = {TRAJ_KEY[0]: {TRAJ_KEY[1]: torch.stack(recording.traj_ids, self.env.batch_dims)}}
         return loop.assemble(recording, extra)

@@ -7,15 +7,16 @@ and the last dim named ``"time"``; each batch holds ``("collector", "traj_ids")`
 per trajectory that never repeats. Envs are reset when done, and the next batch goes on
 from where the last one stopped.
 
-When the env has simulators on the array protocol (:mod:`cadence.envs.array_simulator`:
-gymnasium, dm_control and other gym-like backends, a ``SerialEnv`` of them), alone or
-under the ``StepCounter`` that ``max_frames_per_traj`` appends, the collector steps them
-straight into arrays; a policy made of ``TensorDictModule``s of plain modules and
-exploration modules is then called on tensors (no tensordict per step), any other policy
-on one small tensordict per step. Envs whose transforms step on plain tensors run on
-dicts of tensors (``ValuesRunner``); other envs run ``env.step_and_maybe_reset`` with the
-policy on tensordicts. All give the batches ``env.rollout(..., break_when_any_done=False)``
-gives.
+Envs that step on plain tensors (:func:`~cadence.envs.values_loop.values_loop_applies`:
+gymnasium, dm_control and other backends with a kernel, serial and parallel batches of
+them, torch-written envs, under transforms that step on values) run the one step loop
+(:class:`~cadence.envs.values_loop.ValuesLoop`, through ``ValuesRunner``): a policy made of
+``TensorDictModule``s of plain modules and exploration modules is called on tensors (no
+tensordict per step), any other policy on one small tensordict of the step's entries;
+random batches draw their actions at the start and step in stretches. Other envs, and
+policies wrapped by ``compile_policy``/``cudagraph_policy``, run the loop on tensordicts
+(``env.step_and_maybe_reset``). All give the batches
+``env.rollout(..., break_when_any_done=False)`` gives.
 
 Examples:
     >>> import torch
@@ -43,7 +44,6 @@ from tensordict import TensorDict, TensorDictBase
 
 from cadence.modules.tensor_view import compile_policy as tensor_step_of  # the name clashes with the option
 from cadence.collectors._compiled_policy import with_options
-from cadence.collectors._array_runner import ArrayRunner, array_runner_applies
 from cadence.collectors._runners import EnvRunner, TrajectoryIds
 from cadence.collectors._values_runner import ValuesRunner, tensordict_step
 from cadence.envs.values_loop import values_loop_applies
@@ -153,7 +153,8 @@ class SyncDataCollector(DataCollectorBase):
         exploration_type: the exploration type in force while the policy runs.
         return_same_td: yield the same tensordict every time, updated in place (copy it
             to keep it past the next batch).
-        fast_path: allow the array and values runners (see the module's docstring).
+        fast_path: allow the step loop on plain tensors (see the module's docstring); ``False``:
+            every step on tensordicts, through ``env.step_and_maybe_reset``.
         traj_id_stride: for multi-process collectors: the number of workers.
         traj_id_offset: for multi-process collectors: this worker's index.
         compile_policy: ``True`` or ``torch.compile``'s keyword arguments (with
@@ -250,10 +251,8 @@ class SyncDataCollector(DataCollectorBase):
         self._compiled = None if self.policy is None or wrapped else tensor_step_of(self.policy, self.env.batch_size)
         cpu = all(d in (None, torch.device("cpu")) for d in (self.storing_device, self.policy_device))
         self._values_policy: Any = None  # the policy as a step on the entries' dict (ValuesRunner, not compiled)
-        self._runner: EnvRunner | ArrayRunner | ValuesRunner
-        if fast_path and cpu and array_runner_applies(self.env):
-            self._runner = ArrayRunner(self.env, ids)
-        elif fast_path and cpu and values_loop_applies(self.env) and (
+        self._runner: EnvRunner | ValuesRunner
+        if fast_path and cpu and values_loop_applies(self.env) and (
             self.policy is None or self._compiled is not None
             or (not wrapped and (bridge := tensordict_step(self.policy, self.env.batch_size)) is not None)
         ):
@@ -293,7 +292,7 @@ class SyncDataCollector(DataCollectorBase):
 
     @property
     def uses_fast_path(self) -> bool:
-        """Whether the simulators are stepped directly (see the module's docstring).
+        """Whether the batches run the step loop on plain tensors (see the module's docstring).
 
         Examples:
             >>> from cadence.collectors import SyncDataCollector
@@ -305,7 +304,7 @@ class SyncDataCollector(DataCollectorBase):
             >>> SyncDataCollector(GymEnv("Pendulum-v1"), frames_per_batch=4, fast_path=False).uses_fast_path
             False
         """
-        return isinstance(self._runner, (ArrayRunner, ValuesRunner))
+        return isinstance(self._runner, ValuesRunner)
 
     # ------------------------------------------------------------------ collection
     def _act(self, tensordict: TensorDictBase) -> TensorDictBase | None:
@@ -359,11 +358,6 @@ class SyncDataCollector(DataCollectorBase):
                 self._probe_policy_keys()
             if isinstance(runner, ValuesRunner):
                 batch = runner.collect(self.steps_per_batch, None if random else (self._compiled or self._values_policy))
-            elif isinstance(runner, ArrayRunner):
-                if random or self._compiled is not None:
-                    batch = runner.collect(self.steps_per_batch, None if random else self._compiled)
-                else:
-                    batch = runner.collect(self.steps_per_batch, None, self._act)
             else:
                 act = self.env.rand_action if random else self._act
                 batch = runner.collect(self.steps_per_batch, act)

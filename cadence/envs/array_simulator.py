@@ -1,7 +1,7 @@
 """The protocol a backend implements to be stepped into preallocated arrays: an env's kernel.
 
 The time loop (``cadence.envs.values_loop``: rollouts, the manual loop and the collectors'
-batches), the collectors' array runner and ``ParallelEnv``'s workers step simulators
+batches) and ``ParallelEnv``'s workers step simulators
 without building a tensordict per step: they ask the env for its :class:`ArraySimulator`
 (``env._array_simulator()``, ``None`` where the env has none) and write each step's
 observations, rewards and done flags straight into numpy arrays laid out from the specs
@@ -18,9 +18,8 @@ A backend implements five methods: ``to_backend`` (the batch's actions in its fo
 ``reset_done`` (resets the simulators a mask selects) and ``write_observation`` (its raw
 observation into the arrays, one array per observation entry). The rest is provided on
 top of these: :meth:`ArraySimulator.write_step` (one step written at time ``t``),
-:meth:`ArraySimulator.write_stretch` (steps with given actions up to a done step, or on
-through resets) and :meth:`ArraySimulator.step_into` (a step, then the done simulators
-reset); a backend overrides ``write_step`` or ``write_stretch`` where it can be faster
+and :meth:`ArraySimulator.write_stretch` (steps with given actions up to a done step, or on
+through resets); a backend overrides ``write_step`` or ``write_stretch`` where it can be faster
 (one gymnasium env writes its flags on done steps only).
 
 An observation off its declared space is named (a ``SpecMismatchError`` with the key and
@@ -45,7 +44,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
 import numpy as np
 import torch
-from tensordict import TensorDict, TensorDictBase
+from tensordict import TensorDictBase
 
 from cadence.envs.utils import SpecMismatchError
 
@@ -56,25 +55,18 @@ __all__ = [
     "STEP_MACHINERY",
     "ArraySimulator",
     "arrays_fit",
-    "env_entry_names",
-    "root_flag_names",
     "SerialSimulators",
     "StepArrays",
-    "carried_entries",
     "check_observation",
     "defining_class",
     "explain_observation_error",
-    "with_env_data",
 ]
-
-ENV_ROOT_FLAGS = ("done", "terminated", "truncated")
 
 #: ``EnvBase``'s step bookkeeping, which every kernel stands in for: a class that defines one
 #: of these takes its own steps (``step()`` on TensorDicts, every step; see ``EnvBase.kernel``)
 STEP_MACHINERY = frozenset(
     {"step", "reset", "_step_mdp", "_reset_done", "_complete_done", "_check_step_input", "_step_as_values"}
 )
-_ENV_NEXT_KEYS = ("reward", "done", "terminated", "truncated")
 
 
 def numpy_dtype(dtype: torch.dtype) -> np.dtype:
@@ -228,16 +220,6 @@ class StepArrays:
         return cls(next_obs, root_obs, reward, np.zeros((steps, *batch), dtype=bool),
                    np.zeros((steps, *batch), dtype=bool))
 
-    def flags(self) -> dict[str, np.ndarray]:
-        """The three done flags of every step, by name (``"done"`` computed).
-
-        Examples:
-            >>> arrays = StepArrays({}, {}, np.zeros(2), np.array([True, False]), np.array([False, True]))
-            >>> arrays.flags()["done"].tolist()
-            [True, True]
-        """
-        return {"done": self.terminated | self.truncated, "terminated": self.terminated, "truncated": self.truncated}
-
     def row(self, index: int) -> StepArrays:
         """The arrays of batch row ``index`` (views: what is written there lands here)."""
         return StepArrays(
@@ -374,15 +356,6 @@ class ArraySimulator:
         raise err
 
     # ------------------------------------------------------------------ provided
-    def write_reset(self, arrays: StepArrays) -> None:
-        """Resets every simulator and writes the observation into ``arrays.root_obs``'s first row."""
-        obs = self.reset_all()
-        self.check_observation(obs, "reset()")
-        try:
-            self.write_observation(arrays.root_obs, (0,), obs)
-        except (ValueError, TypeError) as err:
-            self.explain_error(obs, "reset()", err)
-
     def write_step(self, action: Any, t: int, arrays: StepArrays, check: bool) -> tuple[Any, bool]:
         """Steps every simulator once, without resets, and writes the step at time ``t``:
         ``next_obs[t]``, ``reward[t]``, ``terminated[t]``, ``truncated[t]``. Every path
@@ -405,7 +378,7 @@ class ArraySimulator:
             >>> env = PendulumEnv()
             >>> simulator = env._array_simulator()
             >>> arrays = StepArrays.allocate(env, simulator.observation_keys, 2)
-            >>> simulator.write_reset(arrays)
+            >>> _ = simulator.reset_all()
             >>> _, done = simulator.write_step(simulator.to_backend(torch.zeros(1)), 0, arrays, check=True)
             >>> done, arrays.terminated[0].item()
             (False, False)
@@ -424,17 +397,6 @@ class ArraySimulator:
         if type(terminated) is bool and type(truncated) is bool:  # one env: no array op
             return obs, terminated or truncated
         return obs, bool(arrays.terminated[t].any() or arrays.truncated[t].any())
-
-    def step_into(self, action: Any, t: int, arrays: StepArrays, limit: np.ndarray | None) -> np.ndarray | None:
-        """:meth:`write_step` at time ``t``, then, in ``root_obs[t + 1]``, where each
-        simulator stands next (reset where done); returns the done mask if any is done, else
-        ``None``. ``limit`` (shaped like the batch) truncates the simulators a step counter ends."""
-        obs, any_done = self.write_step(action, t, arrays, check=t == 0)
-        if limit is not None and limit.any():
-            arrays.truncated[t] |= limit
-            any_done = True
-        self.stand_next(obs, t, arrays, any_done)
-        return np.asarray(arrays.terminated[t] | arrays.truncated[t]) if any_done else None
 
     def stand_next(self, obs: Any, t: int, arrays: StepArrays, reset: bool) -> Any:
         """Writes where each simulator stands after step ``t`` into ``root_obs[t + 1]``: where
@@ -473,7 +435,7 @@ class ArraySimulator:
             >>> env = GymEnv("CartPole-v1", num_envs=2)
             >>> simulator = env._array_simulator()
             >>> arrays = StepArrays.allocate(env, simulator.observation_keys, 50)
-            >>> simulator.write_reset(arrays)
+            >>> _ = simulator.reset_all()
             >>> actions = simulator.to_backend(env.full_action_spec["action"].rand(torch.Size([50])))
             >>> _, steps, done = simulator.write_stretch(actions, 0, arrays, check=True, resets=True)
             >>> steps
@@ -620,8 +582,8 @@ def _write_row(target: np.ndarray, t: int, value: Any) -> None:
 def arrays_fit(env: EnvBase, truncated_optional: bool = False) -> bool:
     """Whether ``env``'s rewards and done flags have the layout the arrays hold: one
     ``"action"``, one ``"reward"`` and the three root flags, each shaped ``[*batch, 1]``;
-    with ``truncated_optional``, an env without ``"truncated"`` fits too (the paths that
-    write only the flags it declares, :func:`root_flag_names`, serve it).
+    with ``truncated_optional``, an env without ``"truncated"`` fits too (a torch-written
+    env's kernel writes only the flags it declares).
 
     Examples:
         >>> from cadence.envs import GymEnv, PendulumEnv
@@ -636,81 +598,3 @@ def arrays_fit(env: EnvBase, truncated_optional: bool = False) -> bool:
     if names != {"done", "terminated", "truncated"} and not (truncated_optional and names == {"done", "terminated"}):
         return False
     return all(tuple(spec.shape) == (*batch, 1) for spec in (*specs.values(), env.full_reward_spec["reward"]))
-
-
-def root_flag_names(env: EnvBase) -> tuple[str, ...]:
-    """The root done flags ``env`` declares, of ``("done", "terminated", "truncated")``: the
-    ones a fast path writes into its TensorDicts (the arrays hold all three).
-
-    Examples:
-        >>> from cadence.envs import GymEnv, PendulumEnv
-        >>> root_flag_names(GymEnv("Pendulum-v1")), root_flag_names(PendulumEnv())
-        (('done', 'terminated', 'truncated'), ('done', 'terminated'))
-    """
-    declared = env.full_done_spec.keys()
-    return tuple(name for name in ENV_ROOT_FLAGS if name in declared)
-
-
-def env_entry_names(observation_keys: Sequence[Any]) -> set[str]:
-    """The env's own root entries, by top-level name: the observations (a nested one's whole
-    sub-tensordict) and the done flags; what a policy wrote is everything else.
-
-    Examples:
-        >>> sorted(env_entry_names(["th", ("params", "g")]))
-        ['done', 'params', 'terminated', 'th', 'truncated']
-    """
-    return {*(key if isinstance(key, str) else key[0] for key in observation_keys), *ENV_ROOT_FLAGS}
-
-
-def carried_entries(data: TensorDictBase, observation_keys: Sequence[str] = ("observation",)) -> dict[str, Any]:
-    """What the policy wrote that the next step's input keeps (``step_mdp``'s rule): its
-    root entries but the action and the env's own, then its ``"next"`` entries moved up,
-    which win.
-
-    Sub-tensordicts are copied (shallowly), so that the next step's policy cannot
-    change the recorded step by writing into them.
-
-    Examples:
-        >>> import torch
-        >>> data = TensorDict({"observation": torch.zeros(1), "action": torch.zeros(1),
-        ...                    "hidden": torch.ones(1), "next": {"hidden": torch.full((1,), 2.0)}}, [])
-        >>> carried_entries(data)["hidden"].tolist()
-        [2.0]
-    """
-    env_keys = env_entry_names(observation_keys)
-    carried: dict[str, Any] = {}
-    written_next = None
-    for key, value in data.items():
-        if key == "next":
-            written_next = value
-        elif key not in env_keys and key != "action":
-            carried[key] = value.copy() if isinstance(value, TensorDictBase) else value
-    if written_next is not None:
-        for key, value in written_next.items():
-            if key in env_keys or key in _ENV_NEXT_KEYS:
-                continue
-            previous = carried.get(key)
-            if isinstance(value, TensorDictBase):
-                value = previous.update(value) if isinstance(previous, TensorDictBase) else value.copy()
-            carried[key] = value
-    return carried
-
-
-def with_env_data(policy_data: TensorDictBase, root: dict[str, Any], env_next: TensorDictBase) -> TensorDictBase:
-    """What the policy wrote over a rollout (stacked), with the env's root entries and its
-    ``"next"`` data written over it, as the generic loop has them; returns ``policy_data``.
-
-    Examples:
-        >>> import torch
-        >>> data = TensorDict({"action": torch.zeros(2, 1), "next": {"hidden": torch.ones(2, 1)}}, [2])
-        >>> out = with_env_data(data, {"observation": torch.zeros(2, 3)}, TensorDict({"reward": torch.ones(2, 1)}, [2]))
-        >>> sorted(out.keys(True, True), key=str)
-        [('next', 'hidden'), ('next', 'reward'), 'action', 'observation']
-    """
-    policy_data.update(root)
-    written_next = policy_data.get("next", None)
-    if written_next is None:
-        policy_data.set("next", env_next)
-    else:
-        written_next.update(env_next)
-    return policy_data

@@ -364,8 +364,9 @@ class SerialEnv(BatchedEnvBase):
 
     def _stepped_on_arrays(self, entries: dict[Any, torch.Tensor]) -> None:
         # kept as they are now (the transforms go on to change the dict), split by sub-env
-        # only if a partial reset needs it
-        self._current_entries = dict(entries)
+        # only if a partial reset needs it; through __dict__: nn.Module's __setattr__ costs
+        # microseconds, every step
+        self.__dict__["_current_entries"] = dict(entries)
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         self.start()
@@ -394,7 +395,7 @@ class SerialEnv(BatchedEnvBase):
         reward_keys = self.reward_keys
         results = []
         for i, env in enumerate(self._envs):
-            row = StepValues({key: value[i] for key, value in entries}, env.batch_size, env.device)
+            row = StepValues({key: _row(value, i) for key, value in entries}, env.batch_size, env.device)
             result = env._step_as_values(row)
             results.append(result.entries)
             self._current[i] = result.exclude(*reward_keys)  # a TensorDict only if a reset needs it
@@ -402,15 +403,15 @@ class SerialEnv(BatchedEnvBase):
         stacked = {key: torch.stack([result[key] for result in results], 0) for key in results[0]}
         return StepValues(stacked, self.batch_size, self.device)
 
-    def _moved_on(self, data: TensorDictBase) -> None:
-        """The sub-envs moved on outside step()/reset(): each now stands at its last "next" data."""
-        last = exclude_pruned(data[..., -1].get("next"), self.reward_keys)
-        self._current = list(last.unbind(0))
-        self._current_entries = None
-
     def close(self) -> None:
         """Closes every sub-env."""
         if self.__dict__.get("is_started") and not self.is_closed:
             for env in self._envs:
                 env.close()
         super().close()
+
+
+def _row(value: Any, index: int) -> Any:
+    """Row ``index`` of an entry of a step's input on values (of each entry of the dict that a
+    policy wrote under ``"next"``)."""
+    return {key: entry[index] for key, entry in value.items()} if isinstance(value, dict) else value[index]

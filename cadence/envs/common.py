@@ -47,7 +47,7 @@ from cadence.envs.metadata import EnvMetaData
 from cadence.envs.rollouts import EnvRollouts
 from cadence.envs.seeding import SEED_RANGE, next_seed, validate_seed
 from cadence.envs.array_simulator import STEP_MACHINERY, ArraySimulator, defining_class
-from cadence.envs.step_values import StepValues
+from cadence.envs.step_values import StepValues, keep_preset
 from cadence.envs.torch_simulator import TorchEnvSimulator, torch_simulator_applies
 from cadence.envs.utils import action_in_spec_dtype, check_in_spec, read_entry, step_mdp
 
@@ -465,6 +465,7 @@ class EnvBase(EnvSpecs, EnvRollouts, torch.nn.Module):
         if not self._step_values_complete:
             self._complete_done(values)
             self._check_rewards(values)
+        keep_preset(values, tensordict)
         return values
 
     def _values_stepper(self) -> Callable[..., StepValues]:

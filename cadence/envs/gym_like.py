@@ -21,7 +21,7 @@ from tensordict import TensorDict, TensorDictBase
 from cadence.data import Composite, NonTensor, TensorSpec, Unbounded
 from cadence.envs.array_simulator import STEP_MACHINERY
 from cadence.envs.common import EnvBase
-from cadence.envs.gym_like_simulator import GymLikeSimulator, gym_like_simulator_applies
+from cadence.envs.gym_like_simulator import GymLikeSimulator
 from cadence.envs.step_values import StepValues
 from cadence.envs.utils import SpecMismatchError
 
@@ -309,14 +309,23 @@ class GymLikeEnv(EnvBase):
 
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
         obs, info = self._reset_backend(**kwargs)
-        return self._build_output(obs, info)
+        return self._output_of("reset()", obs, info)
+
+    def _output_of(
+        self, where: str, obs: Any, info: Mapping[str, Any], extra: dict[str, torch.Tensor] | None = None
+    ) -> TensorDictBase:
+        """``_build_output``, an observation off its space named with the call that gave it."""
+        try:
+            return self._build_output(obs, info, extra)
+        except SpecMismatchError as err:
+            raise SpecMismatchError(f"{where}: {err}") from err
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         action = self.read_action(tensordict.get(self.action_key))
         obs, reward, terminated, truncated, info = self._simulate(action)
         results = self.read_done(terminated, truncated)
         results["reward"] = self.read_reward(reward)
-        return self._build_output(obs, info, results)
+        return self._output_of("step()", obs, info, results)
 
     def _values_step_applies(self) -> bool:
         # the stock step and output builder, no info readers, flat observation keys, on the CPU

@@ -1,12 +1,13 @@
 """``rollout``: the step loop every env offers.
 
 ``EnvBase`` mixes :class:`EnvRollouts` in. ``rollout`` with random actions or a policy
-module runs the time loop on plain tensors (:mod:`cadence.envs.values_loop`) wherever the
-env steps on values: the policy compiled to a step on the entries' dict
-(:func:`~cadence.modules.tensor_view.compile_policy`), random actions drawn at the start
-and stepped in stretches up to each done step where the env's kernel takes them. Anything
-else (a callback, a plain callable as the policy, an input to start from, an env with its
-own ``step``) runs the generic loop here: a tensordict per step, stacked in chunks.
+runs the time loop on plain tensors (:mod:`cadence.envs.values_loop`) wherever the env
+steps on values: the policy compiled to a step on the entries' dict
+(:func:`~cadence.modules.tensor_view.compile_policy`) or called on one tensordict of them,
+random actions drawn at the start and stepped in stretches up to each done step where the
+env's kernel takes them. Anything else (a callback, an input to start from, an env with
+its own ``step``) runs the loop on tensordicts here (``_tensordict_loop``, which the
+collectors' generic runner drives too): a tensordict per step, stacked in chunks.
 ``ParallelEnv`` lets its workers roll out on their own (``_rollout_on_workers``).
 
 Examples:
@@ -132,8 +133,8 @@ class EnvRollouts:
                 and not self._has_dynamic_specs()):
             from cadence.envs.values_loop import ValuesLoop, values_loop_applies  # it builds on this module
 
-            # random actions, or a tensordict module as a step on the entries' dict: compiled to
-            # its arithmetic, or called on one tensordict of them
+            # random actions, or the policy as a step on the entries' dict: compiled to its
+            # arithmetic, or called on one tensordict of them
             step = None if policy is None else (compile_policy(policy, self.batch_size)
                                                 or tensordict_step(policy, self.batch_size))
             if (policy is None or step is not None) and values_loop_applies(self):
@@ -146,36 +147,72 @@ class EnvRollouts:
         else:
             current = tensordict
         act = self.rand_action if policy is None else policy
-        contiguous = return_contiguous and not self._has_dynamic_specs()
-        steps: list[TensorDictBase] = []
-        chunks: list[TensorDictBase] = []
-        done_key = ("next", *as_tuple_key(self.done_key))
-        for t in range(max_steps):
-            returned = act(current)
-            current = returned if returned is not None else current
-            data = self.step(current)
-            steps.append(data)
-            if contiguous and len(steps) == _CHUNK_STEPS:
-                chunks.append(self._stack_steps(steps, True))
-                steps = []
-            if callback is not None:
-                callback(self, data)
-            done = data.get(done_key)
-            if (break_when_any_done and done.any()) or (break_when_all_done and done.all()):
-                break
-            if t + 1 < max_steps:
-                current = self._step_mdp(data)
-                if break_when_any_done:
-                    self._auto_reset_stash = None
-                else:
-                    current, _ = self._reset_done(current)
-        if steps:
-            chunks.append(self._stack_steps(steps, contiguous))
-        result = chunks[0] if len(chunks) == 1 else torch.cat(chunks, dim=chunks[0].batch_dims - 1)
-        _name_time_dim(result)
+        result, _ = self._tensordict_loop(current, max_steps, act, callback, break_when_any_done=break_when_any_done,
+                                          break_when_all_done=break_when_all_done,
+                                          contiguous=return_contiguous and not self._has_dynamic_specs())
         if set_truncated:
             self._mark_truncated(result)
         return result
+
+    def _tensordict_loop(
+        self: EnvBase,
+        current: TensorDictBase,
+        steps: int,
+        act: Policy,
+        callback: Callable[[EnvBase, TensorDictBase], Any] | None = None,
+        *,
+        break_when_any_done: bool = False,
+        break_when_all_done: bool = False,
+        reset_after_last: bool = False,
+        contiguous: bool = True,
+    ) -> tuple[TensorDictBase, TensorDictBase | None]:
+        """The time loop on TensorDicts, for what the loop on values does not take (a
+        callback, an input to start from, an env with its own ``step``...): ``act`` then
+        ``step`` from the input ``current``, each step's data stacked in chunks on a
+        trailing ``"time"`` dim, ``callback(env, data)`` after each step. The done
+        components are reset between steps (and after the last one, with
+        ``reset_after_last``: a collector's next batch goes on from there).
+
+        Returns:
+            The steps' data and the next step's input (``None`` where the loop stopped at a
+            done step or leaves the env as its last step left it).
+        """
+        recorded: list[TensorDictBase] = []
+        chunks: list[TensorDictBase] = []
+        done_key = ("next", *as_tuple_key(self.done_key))
+        following: TensorDictBase | None = None
+        for t in range(steps):
+            returned = act(current)
+            current = returned if returned is not None else current
+            goes_on = t + 1 < steps or reset_after_last
+            breaks = break_when_any_done or break_when_all_done
+            if goes_on and not breaks:  # the manual loop's step (on values where the env allows)
+                data, following = self.step_and_maybe_reset(current)
+            else:
+                data, following = self.step(current), None
+            recorded.append(data)
+            if contiguous and len(recorded) == _CHUNK_STEPS:
+                chunks.append(self._stack_steps(recorded, True))
+                recorded = []
+            if callback is not None:
+                callback(self, data)
+            if breaks:
+                done = data.get(done_key)
+                if (break_when_any_done and done.any()) or (break_when_all_done and done.all()):
+                    break
+                if goes_on:
+                    following = self._step_mdp(data)
+                    if break_when_any_done:
+                        self._auto_reset_stash = None
+                    else:
+                        following, _ = self._reset_done(following)
+            if following is not None:
+                current = following
+        if recorded:
+            chunks.append(self._stack_steps(recorded, contiguous))
+        result = chunks[0] if len(chunks) == 1 else torch.cat(chunks, dim=chunks[0].batch_dims - 1)
+        _name_time_dim(result)
+        return result, following
 
     def _values_rollout(
         self: EnvBase, loop: ValuesLoop, max_steps: int, break_when_any_done: bool, break_when_all_done: bool,

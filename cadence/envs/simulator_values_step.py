@@ -21,7 +21,7 @@ import torch
 from tensordict import TensorDict
 
 from cadence.envs.array_simulator import ArraySimulator, StepArrays
-from cadence.envs.step_values import StepValues, entry_key
+from cadence.envs.step_values import StepValues, any_done, entry_key, keep_preset
 
 if TYPE_CHECKING:  # pragma: no cover - type hints only
     from cadence.envs.common import EnvBase
@@ -34,11 +34,12 @@ class SimulatorValuesStep:
     """``env._step_as_values`` through the env's array simulator: the simulator's results
     are written into arrays of :attr:`CHUNK` steps and the step's entries are views of their
     rows (no reader, no tensor built per entry); a ``TransformedEnv`` then runs its
-    transforms' entries steps on them. The values loop takes its steps through this where
+    transforms' steps on them. The values loop takes its steps through this where
     the env offers it (``EnvBase._values_stepper``); the results are ``_step_as_values``'s,
-    entry for entry (the tests compare them). Resets stay the env's (``env.reset``), so
-    the simulator is stepped here and never reset; the env whose simulator this is hears of
-    each step (``_stepped_on_arrays``: a ``SerialEnv`` keeps where its sub-envs stand).
+    entry for entry (the tests compare them). Resets are the env's, or the simulators' own
+    where they are the env's (:meth:`reset_done`, :attr:`resets`); the env whose simulator
+    this is hears of each step (``_stepped_on_arrays``: a ``SerialEnv`` keeps where its
+    sub-envs stand).
 
     A simulator off its declared observation space is named as on the other array paths:
     a failed write is translated, and the first step of each chunk checks what numpy would
@@ -47,8 +48,8 @@ class SimulatorValuesStep:
     Args:
         outer: the env whose step this is (its action checks and done completion).
         simulator: the array simulator of ``outer`` or of its base env.
-        transform_step: the transforms' entries step (``outer`` a ``TransformedEnv``), or
-            ``None``.
+        transform_step: the transforms' step on the step's input and results (``outer`` a
+            ``TransformedEnv``: its ``_transform_values``), or ``None``.
         over_time: the transforms themselves, where they transform a stretch of steps at
             once (``Transform.steps_over_time``): :meth:`stretch` serves ``outer`` then.
 
@@ -70,7 +71,7 @@ class SimulatorValuesStep:
         self,
         outer: EnvBase,
         simulator: ArraySimulator,
-        transform_step: Callable[[Any, dict[Any, torch.Tensor]], dict[Any, torch.Tensor]] | None = None,
+        transform_step: Callable[[StepValues, StepValues], StepValues] | None = None,
         over_time: Transform | None = None,
     ) -> None:
         self.outer = outer
@@ -90,6 +91,10 @@ class SimulatorValuesStep:
         self._required = frozenset(entry_key(key) for key in (*outer.reward_keys, *outer.done_keys))
         self._rows = 0  # steps left in the current chunk's arrays
         self._t = 0
+        #: Whether any component of the last step (:meth:`__call__`) is done.
+        self.any_done = False
+        no_flag = torch.zeros((*self._batch_size, 1), dtype=torch.bool)
+        self._no_flags = (no_flag, no_flag, no_flag)
 
     def _allocate(self) -> None:
         env = self.simulator.env
@@ -97,11 +102,13 @@ class SimulatorValuesStep:
         # each row's views, made once per chunk (one unbind each, cheaper than indexing every step)
         self._obs = {key: torch.from_numpy(array).unbind(0) for key, array in arrays.next_obs.items()}
         self._reward = torch.from_numpy(arrays.reward).unsqueeze(-1).unbind(0)
-        self._terminated = torch.from_numpy(arrays.terminated).unsqueeze(-1).unbind(0)
-        self._truncated = torch.from_numpy(arrays.truncated).unsqueeze(-1).unbind(0)
-        self._done_array = np.zeros_like(arrays.terminated)
-        self._done = torch.from_numpy(self._done_array).unsqueeze(-1).unbind(0)
         self._rows, self._t = self.CHUNK, 0
+
+    def _flags(self, t: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Row ``t``'s (terminated, truncated, done) flags, of a step where one is set."""
+        terminated, truncated = self._arrays.terminated[t, ...], self._arrays.truncated[t, ...]
+        return (torch.from_numpy(terminated).unsqueeze(-1), torch.from_numpy(truncated).unsqueeze(-1),
+                torch.from_numpy(np.asarray(terminated | truncated)).unsqueeze(-1))
 
     def __call__(self, values: StepValues, checked: bool = False) -> StepValues:
         outer, simulator = self.outer, self.simulator
@@ -110,21 +117,27 @@ class SimulatorValuesStep:
         if self._t == self._rows:
             self._allocate()
         t, arrays = self._t, self._arrays
-        self._last_obs, any_done = simulator.write_step(simulator.to_backend(values.entries["action"]), t, arrays,
-                                                        check=t == 0)
-        if any_done:  # the chunk's "done" rows start false
-            np.logical_or(arrays.terminated[t:t + 1], arrays.truncated[t:t + 1], out=self._done_array[t:t + 1])
+        self._last_obs, ended = simulator.write_step(simulator.to_backend(values.entries["action"]), t, arrays,
+                                                     check=t == 0)
         self._t = t + 1
         entries: dict[Any, torch.Tensor] = {key: view[t] for key, view in self._obs.items()}
-        entries.update(reward=self._reward[t], terminated=self._terminated[t], truncated=self._truncated[t],
-                       done=self._done[t])
+        entries["reward"] = self._reward[t]
+        # most steps end nothing: their flags are one tensor of False, shared (a view per flag
+        # and step would cost more than the rest of the step's bookkeeping)
+        flags = self._flags(t) if ended else self._no_flags
+        entries["terminated"], entries["truncated"], entries["done"] = flags
         self._stepped(entries)
-        if self.transform_step is not None:
-            entries = self.transform_step(values, entries)
         out = StepValues(entries, self._batch_size, self._device)
-        if not self._complete and not self._required <= entries.keys():
+        keep_preset(out, values)
+        if self.transform_step is None:
+            self.any_done = ended
+        else:  # a transform may end the episode (a step limit)
+            out = self.transform_step(values, out)
+        if not self._complete and not self._required <= out.entries.keys():
             outer._complete_done(out)
             outer._check_rewards(out)
+        if self.transform_step is not None:
+            self.any_done = any_done(out.entries["done"])
         return out
 
     def start_stretches(self, actions: torch.Tensor) -> None:

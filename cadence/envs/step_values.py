@@ -32,7 +32,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from tensordict.utils import NestedKey
 
-__all__ = ["StepValues", "entry_key"]
+__all__ = ["StepValues", "any_done", "entry_key", "keep_preset"]
 
 _REQUIRED = object()
 
@@ -49,6 +49,17 @@ def entry_key(key: NestedKey) -> str | tuple[str, ...]:
     if len(key) == 1:
         return key[0]
     return tuple(key)
+
+
+def any_done(done: torch.Tensor) -> bool:
+    """Whether any entry of a done flag is set (one element read as a bool: the common
+    single env, without a reduction per step).
+
+    Examples:
+        >>> any_done(torch.tensor([False])), any_done(torch.tensor([[False], [True]]))
+        (False, True)
+    """
+    return bool(done) if done.numel() == 1 else bool(done.any())
 
 
 class StepValues:
@@ -203,3 +214,23 @@ class StepValues:
 
     def __repr__(self) -> str:
         return f"StepValues(keys={list(self.entries)}, batch_size={self.batch_size})"
+
+
+def keep_preset(values: StepValues, tensordict: Any) -> None:
+    """Adds what the policy wrote for the next step in the step's input (a recurrent state,
+    say: a dict of entries under the input's ``"next"``) to the step's results where the env
+    wrote nothing, as ``env.step()`` keeps it.
+
+    Examples:
+        >>> results = StepValues({"reward": torch.ones(1)}, torch.Size([]))
+        >>> step_input = StepValues({"next": {"hidden": torch.zeros(1), "reward": torch.zeros(1)}}, torch.Size([]))
+        >>> keep_preset(results, step_input)
+        >>> sorted(results.keys()), results.get("reward").tolist()
+        (['hidden', 'reward'], [1.0])
+    """
+    preset = tensordict.entries.get("next") if isinstance(tensordict, StepValues) else None
+    if preset:
+        entries = values.entries
+        for key, value in preset.items():
+            if key not in entries:
+                entries[key] = value

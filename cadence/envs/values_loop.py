@@ -35,13 +35,13 @@ from tensordict import TensorDict, TensorDictBase
 
 from cadence.data import NonTensor
 from cadence.envs.simulator_values_step import SimulatorValuesStep
-from cadence.envs.step_values import StepValues
+from cadence.envs.step_values import StepValues, any_done
 from cadence.envs.utils import action_in_spec_dtype
 
 if TYPE_CHECKING:  # pragma: no cover - type hints only (the env core imports this module)
     from cadence.envs.common import EnvBase
 
-__all__ = ["Recording", "ValuesLoop", "ValuesStep", "any_done", "values_loop_applies"]
+__all__ = ["Recording", "ValuesLoop", "ValuesStep", "values_loop_applies"]
 
 Entries = dict[str, torch.Tensor]
 TensorPolicy = Callable[[Entries], None]
@@ -73,27 +73,17 @@ def values_loop_applies(env: EnvBase) -> bool:
     return "done" in env.full_done_spec.keys() and env.full_done_spec["done"].shape[: env.batch_dims] == env.batch_size
 
 
-def any_done(done: torch.Tensor) -> bool:
-    """Whether any entry of a done flag is set (one element read as a bool: the common
-    single env, without a reduction per step).
-
-    Examples:
-        >>> any_done(torch.tensor([False])), any_done(torch.tensor([[False], [True]]))
-        (False, True)
-    """
-    return bool(done) if done.numel() == 1 else bool(done.any())
-
-
 class ValuesStep(NamedTuple):
     """One step, or a stretch of steps: its input's entries (with the action), its results,
-    the next input's entries (before any reset), and the (last step's) done flag. A
-    stretch (``steps`` a number) has its entries stacked on a time dim after the batch
-    dims; a single step (``steps`` is ``None``) has none."""
+    the next input's entries (before any reset), the (last step's) done flag and whether
+    any of its components is set. A stretch (``steps`` a number) has its entries stacked
+    on a time dim after the batch dims; a single step (``steps`` is ``None``) has none."""
 
     entries: Entries
     next_entries: dict[Any, torch.Tensor]
     next_root: Entries
     done: torch.Tensor
+    any_done: bool
     steps: int | None = None
 
 
@@ -118,6 +108,7 @@ class ValuesLoop:
         self._step_values = env._values_stepper()  # _step_as_values, or the same through the array simulator
         stepper = self._step_values
         simulator_step = stepper if isinstance(stepper, SimulatorValuesStep) else None
+        self._kernel = simulator_step
         #: the step through the array simulator, where it takes stretches of given actions
         self._stretches = simulator_step if simulator_step is not None and simulator_step.takes_stretches else None
         # the simulators' own reset, where it is the env's
@@ -156,16 +147,21 @@ class ValuesLoop:
         else:
             values.update(env.full_action_spec.rand(None, generator=env.rng).items(True, True))
         next_entries = self._step_values(StepValues(values, self._batch_size, self._device), checked=checked).entries
-        return ValuesStep(values, next_entries, self._next_root(values, next_entries), next_entries["done"])
+        if "next" in values:  # what the policy wrote for the next step: the step kept it in its results
+            del values["next"]
+        done = next_entries["done"]
+        # the kernel knows whether the step ended an episode: no reduction over the flag then
+        ended = self._kernel.any_done if self._kernel is not None else any_done(done)
+        return ValuesStep(values, next_entries, self._next_root(values, next_entries), done, ended)
 
     def _next_root(self, entries: Entries, results: dict[Any, torch.Tensor]) -> Entries:
         """The next input by ``step_mdp``'s rule: the input's entries but the action and the
         rewards, with the step's results (but the rewards) written over them."""
-        dropped, rewards = self._dropped, self._rewards
+        dropped = self._dropped
         next_root = {key: value for key, value in entries.items() if key not in dropped}
-        for key, value in results.items():
-            if key not in rewards:
-                next_root[key] = value
+        next_root.update(results)
+        for key in self._rewards:
+            next_root.pop(key, None)
         return next_root
 
     @property
@@ -227,7 +223,8 @@ class ValuesLoop:
                 entries[key] = torch.cat([first, following.narrow(dim, 0, steps - 1)], dim)
         entries[self._single_action] = actions[start:start + steps].movedim(0, dim)
         next_root = self._next_root(root, last)
-        return ValuesStep(entries, next_entries, next_root, next_root["done"], steps)
+        done = next_root["done"]
+        return ValuesStep(entries, next_entries, next_root, done, any_done(done), steps)
 
     def run(
         self,
@@ -293,7 +290,7 @@ class ValuesLoop:
             t += 1 if step.steps is None else step.steps
             done = step.done
             root = step.next_root
-            if any_done(done):
+            if step.any_done:
                 if break_when_any_done or (break_when_all_done and bool(done.all())):
                     return None
                 if on_done is not None:

@@ -227,15 +227,15 @@ def _compile_qvalue(module: Any) -> TensorStep | None:
     return step
 
 
-def tensordict_step(module: Any, batch_size: torch.Size | tuple[int, ...]) -> TensorStep | None:
-    """A module that does not compile to tensors (a ``ProbabilisticActor``, an
-    ``EGreedyModule``, a user's own exploration module...) as a step on the entries' dict:
-    it is called on one TensorDict of the step's entries, as a tensordict loop calls it,
-    and what it writes goes back into the dict.
-
-    Only ``TensorDictModuleBase`` modules whose ``out_keys`` are top-level names (not
-    ``"next"``) qualify; ``None`` otherwise. What else they write at the root (a
-    distribution's ``"params"``, say) goes into the dict too, nested entries under tuple keys.
+def tensordict_step(policy: Any, batch_size: torch.Size | tuple[int, ...]) -> TensorStep | None:
+    """A policy that does not compile to tensors (a ``ProbabilisticActor``, an
+    ``EGreedyModule``, a recurrent module, a plain function on tensordicts...) as a step on
+    the entries' dict: it is called on one TensorDict of the step's entries, as a tensordict
+    loop calls it, and what it writes goes back into the dict, nested entries under tuple
+    keys. What it writes under ``"next"`` (a recurrent state for the next step, say) goes
+    into the dict's ``"next"`` entry, a dict of those entries, which the loop hands to the
+    step's results (the env's own results win, as ``env.step`` has it). ``None`` for what
+    cannot be called.
 
     Examples:
         >>> import torch
@@ -245,24 +245,29 @@ def tensordict_step(module: Any, batch_size: torch.Size | tuple[int, ...]) -> Te
         >>> step(values)
         >>> sorted(values)
         ['action', 'obs']
+        >>> step = tensordict_step(lambda td: td.set(("next", "hidden"), torch.ones(1)), torch.Size([]))
+        >>> step(values)
+        >>> values["next"]["hidden"].tolist()
+        [1.0]
     """
-    if not isinstance(module, TensorDictModuleBase) or not _keys_are_plain(list(module.out_keys) or [None]):
+    if not callable(policy):
         return None
     batch_size = torch.Size(batch_size)
 
     def step(values: Values) -> None:
         td = TensorDict(values, batch_size=batch_size)
-        out = module(td)
+        out = policy(td)
         for key, value in (td if out is None else out).items(True, True):  # nested ones under tuple keys
-            if values.get(key) is value:
-                continue
-            if key == "next" or (type(key) is tuple and key[0] == "next"):
-                raise TypeError(
-                    f"the policy module {type(module).__name__} wrote {key!r}, under the step's results; a step "
-                    "on plain tensors takes the policy's entries at the root (pass fast_path=False to collect "
-                    "on TensorDicts)"
-                )
-            values[key] = value
+            if type(key) is tuple and key[0] == "next":
+                written = values.get("next")
+                if not isinstance(written, dict):
+                    written = values["next"] = {}
+                written[key[1] if len(key) == 2 else key[1:]] = value
+            elif key == "next":
+                raise TypeError(f"the policy {type(policy).__name__} wrote a tensor at 'next', where the step's "
+                                "results go")
+            elif values.get(key) is not value:
+                values[key] = value
 
     return step
 

@@ -125,11 +125,13 @@ def test_what_keeps_the_generic_runner() -> None:
     assert not values_loop_applies(env)
     assert isinstance(SyncDataCollector(env, None, frames_per_batch=5, total_frames=5)._runner, EnvRunner)
 
-    def by_hand(td):  # type: ignore[no-untyped-def]  # a policy that does not compile to tensors
+    def by_hand(td):  # type: ignore[no-untyped-def]  # a plain function: called on one tensordict per step
         return td.set("action", torch.zeros(1))
 
-    collector = SyncDataCollector(_env(True), by_hand, frames_per_batch=5, total_frames=5)
-    assert isinstance(collector._runner, EnvRunner) and not collector.uses_fast_path
+    assert SyncDataCollector(_env(True), by_hand, frames_per_batch=5, total_frames=5).uses_fast_path
+    # a policy wrapped by torch.compile runs as the user compiled it, on tensordicts
+    wrapped = SyncDataCollector(_env(True), _policy(), frames_per_batch=5, total_frames=5, compile_policy=True)
+    assert isinstance(wrapped._runner, EnvRunner) and not wrapped.uses_fast_path
     assert SyncDataCollector(_env(True), _policy(), frames_per_batch=5, total_frames=5).uses_fast_path
 
 

@@ -13,7 +13,6 @@ from tensordict.nn import TensorDictModule
 from tensordict import TensorDict, TensorDictBase
 
 from cadence.collectors import SyncDataCollector
-from cadence.collectors._array_runner import ArrayRunner
 from cadence.data import Bounded, Categorical, Composite, Unbounded
 from cadence.envs import EnvBase, GymEnv, SerialEnv, StepCounter, TransformedEnv
 from cadence.envs.array_simulator import ArraySimulator, SerialSimulators, StepArrays
@@ -126,7 +125,7 @@ def test_the_collector_steps_a_users_simulator_in_arrays(counter: int | None) ->
         env = WalkEnv() if counter is None else TransformedEnv(WalkEnv(), StepCounter(counter))
         env.set_seed(3)
         collector = SyncDataCollector(env, None, frames_per_batch=30, total_frames=90, fast_path=fast_path)
-        assert isinstance(collector._runner, ArrayRunner) == fast_path
+        assert collector.uses_fast_path == fast_path
         batches[fast_path] = torch.cat(list(collector), -1)
         collector.shutdown()
     assert_same_rollout(batches[True], batches[False])

@@ -108,7 +108,6 @@ POLICIES = {  # (observation entry read, its size, action size, its dtype) per e
 @pytest.mark.parametrize("with_policy", [False, True], ids=["random", "policy"])
 def test_the_collector_steps_gym_like_envs_in_arrays(name: str, with_policy: bool) -> None:
     from cadence.collectors import SyncDataCollector
-    from cadence.collectors._array_runner import ArrayRunner
 
     make, steps = ENVS[name]
     batches = {}
@@ -117,7 +116,7 @@ def test_the_collector_steps_gym_like_envs_in_arrays(name: str, with_policy: boo
         env.set_seed(2)
         policy = _policy(*POLICIES[name]) if with_policy else None
         collector = SyncDataCollector(env, policy, frames_per_batch=steps // 2, total_frames=steps, fast_path=fast_path)
-        assert isinstance(collector._runner, ArrayRunner) == fast_path
+        assert collector.uses_fast_path == fast_path
         batches[fast_path] = torch.cat(list(collector), -1)
         collector.shutdown()
     assert_same_rollout(batches[True], batches[False])

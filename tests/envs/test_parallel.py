@@ -666,7 +666,6 @@ def _vector_cartpoles() -> ParallelEnv:
 @pytest.mark.parametrize("with_policy", [False, True], ids=["random", "policy"])
 def test_the_collector_steps_the_workers_through_the_array_protocol(with_policy: bool) -> None:
     from cadence.collectors import SyncDataCollector
-    from cadence.collectors._array_runner import ArrayRunner
     from tensordict.nn import TensorDictModule
 
     batches = {}
@@ -677,7 +676,7 @@ def test_the_collector_steps_the_workers_through_the_array_protocol(with_policy:
         policy = TensorDictModule(_GreedyOneHot(), ["observation"], ["action"]) if with_policy else None
         collector = SyncDataCollector(env, policy, frames_per_batch=80, total_frames=240, fast_path=fast_path)
         try:
-            assert isinstance(collector._runner, ArrayRunner) == fast_path
+            assert collector.uses_fast_path == fast_path
             batches[fast_path] = torch.cat(list(collector), -1)
         finally:
             collector.shutdown()
@@ -709,7 +708,6 @@ def test_a_rollout_with_a_policy_steps_the_workers_through_the_array_protocol() 
 
 def test_the_array_protocol_rebuilds_a_worker_killed_in_a_batch_and_truncates_its_episode(tmp_path) -> None:
     from cadence.collectors import SyncDataCollector
-    from cadence.collectors._array_runner import ArrayRunner
 
     trigger = tmp_path / "kill"
     never = str(tmp_path / "never")
@@ -722,7 +720,7 @@ def test_the_array_protocol_rebuilds_a_worker_killed_in_a_batch_and_truncates_it
         with ParallelEnv(2, factories, max_restarts=1) as env:
             env.set_seed(0)
             collector = SyncDataCollector(env, None, frames_per_batch=20, total_frames=60)
-            assert isinstance(collector._runner, ArrayRunner)
+            assert collector.uses_fast_path
             batches = []
             for batch in collector:
                 batches.append(batch.clone())

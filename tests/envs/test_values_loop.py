@@ -18,9 +18,11 @@ from cadence.envs import (
     RewardSum,
     SerialEnv,
     StepCounter,
+    TensorDictPrimer,
     TransformedEnv,
 )
 from tensordict import TensorDictBase
+from cadence.data import Unbounded
 from cadence.envs.custom import PendulumEnv
 from cadence.envs.values_loop import ValuesLoop, values_loop_applies
 from tests.fakes import GenericPathGymEnv, assert_same_rollout
@@ -211,3 +213,34 @@ def test_manual_loop_inputs_it_leaves_to_the_generic_path() -> None:
             return super().step(tensordict)
 
     assert OwnStep("Pendulum-v1")._manual_values_loop() is None  # a subclass's own step() is called
+
+
+def _recurrent(td: TensorDictBase) -> TensorDictBase:
+    """A plain function as the policy, carrying a state to the next step under ``"next"``."""
+    hidden = td.get("hidden")
+    td.set("action", torch.tanh(td.get("observation")[..., :1] + hidden))
+    return td.set(("next", "hidden"), hidden + 1)
+
+
+def _primed_pendulum() -> TransformedEnv:
+    return TransformedEnv(GymEnv("Pendulum-v1"), TensorDictPrimer(hidden=Unbounded(shape=(1,))))
+
+
+def test_a_policy_that_writes_for_the_next_step_runs_on_the_loop_as_on_tensordicts() -> None:
+    from cadence.collectors import SyncDataCollector
+
+    rollouts, batches = [], []
+    for callback in (None, lambda env, data: None):  # a callback keeps the TensorDict loop
+        env = _primed_pendulum()
+        env.set_seed(0)
+        rollouts.append(env.rollout(250, _recurrent, callback=callback, break_when_any_done=False))
+    assert_same_rollout(*rollouts)
+    assert rollouts[0]["next", "hidden"][199].item() == 200 and rollouts[0]["hidden"][200].item() == 0  # reset
+    for fast_path in (True, False):
+        env = _primed_pendulum()
+        env.set_seed(0)
+        collector = SyncDataCollector(env, _recurrent, frames_per_batch=125, total_frames=250, fast_path=fast_path)
+        assert collector.uses_fast_path is fast_path
+        batches.append(torch.cat(list(collector), -1))
+    assert_same_rollout(*batches)
+    assert_same_rollout(batches[0].exclude("collector"), rollouts[0])

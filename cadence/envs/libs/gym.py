@@ -355,7 +355,7 @@ class GymWrapper(GymLikeEnv):
         if mask is not None and self.is_vector:
             kwargs.setdefault("options", {})["reset_mask"] = mask.reshape(self.batch_size).cpu().numpy()
         obs, info = self._reset_backend(**kwargs)
-        return self._build_output(obs, info)
+        return self._output_of("reset()", obs, info)
 
     def _simulate(self, action: Any) -> tuple[Any, Any, Any, Any, Any]:
         """Steps the simulator ``frame_skip`` times with ``action``, summing rewards."""

@@ -32,15 +32,11 @@ from cadence.envs.common import EnvBase
 from cadence.envs.seeding import validate_seed
 from cadence.envs.array_simulator import arrays_fit
 from cadence.envs.simulator_values_step import SimulatorValuesStep
-from cadence.envs.step_values import StepValues, entry_key
+from cadence.envs.step_values import StepValues
 
 __all__ = ["Compose", "Transform", "TransformedEnv", "key_list"]
 
 NestedKey = str | tuple[str, ...]
-#: A step's result entries, keyed as StepValues keys them (see ``Transform._entries_step``).
-Entries = dict[Any, torch.Tensor]
-#: A transform's step on them: ``step(root, entries) -> entries``.
-EntriesStep = Callable[[Any, Entries], Entries]
 
 
 def key_list(keys: NestedKey | Sequence[NestedKey] | None) -> list[NestedKey]:
@@ -111,17 +107,25 @@ class Transform(torch.nn.Module):
         for in_key, out_key in zip(self.in_keys, self.out_keys):
             value = tensordict.get(in_key, None)
             if value is not None:
-                tensordict.set(out_key, self._checked(self._apply_transform, value, in_key))
+                try:  # (inline: this runs for every entry of every step)
+                    out = self._apply_transform(value)
+                except (RuntimeError, TypeError) as err:
+                    raise self._transform_error(err, value, in_key) from err
+                tensordict.set(out_key, out)
         return tensordict
 
     def _checked(self, function: Any, value: torch.Tensor, key: NestedKey) -> torch.Tensor:
         try:
             return function(value)
         except (RuntimeError, TypeError) as err:
-            raise type(err)(
-                f"{type(self).__name__} could not transform {key!r} (shape {tuple(value.shape)}, "
-                f"dtype {value.dtype}): {err}"
-            ) from err
+            raise self._transform_error(err, value, key) from err
+
+    def _transform_error(self, err: Exception, value: torch.Tensor, key: NestedKey) -> Exception:
+        """``err`` of transforming ``value`` at ``key``, as an error of the same type that names them."""
+        return type(err)(
+            f"{type(self).__name__} could not transform {key!r} (shape {tuple(value.shape)}, "
+            f"dtype {value.dtype}): {err}"
+        )
 
     def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
         raise TypeError(f"{type(self).__name__} reads {self.in_keys} but defines no _apply_transform().")
@@ -134,71 +138,16 @@ class Transform(torch.nn.Module):
         """Transforms a reset's output; ``tensordict`` is the reset's input."""
         return self._call(tensordict_reset)
 
-    #: Whether :meth:`_entries_step` gives what ``_step`` gives on a TensorDict. By default
-    #: it runs ``_step`` on :class:`~cadence.envs.step_values.StepValues`, so a transform
-    #: that says so reads its ``tensordict`` with ``get`` only and its ``next_tensordict``
-    #: through ``get``/``set``/``del``/``in``/``select``/``exclude``/``keys``/``items``/
-    #: ``batch_dims``/``batch_size``/``device`` (or overrides ``_entries_step``), and its
-    #: ``inv`` changes nothing but its ``in_keys_inv``. A ``TransformedEnv`` whose transforms
-    #: all say so (and have no ``in_keys_inv``) steps on plain tensors. Off unless a
-    #: transform says so; the tests run each one that does on both paths.
+    #: Whether ``_step`` also runs on a step's plain tensors: on
+    #: :class:`~cadence.envs.step_values.StepValues` (a dict of the step's entries with the
+    #: few TensorDict methods a step uses), so that no TensorDict is built per step. A
+    #: transform that says so reads its ``tensordict`` with ``get`` only and its
+    #: ``next_tensordict`` through ``get``/``set``/``del``/``in``/``select``/``exclude``/
+    #: ``keys``/``items``/``batch_dims``/``batch_size``/``device``, returns what it was given,
+    #: and its ``inv`` changes nothing but its ``in_keys_inv``. A ``TransformedEnv`` whose
+    #: transforms all say so (and have no ``in_keys_inv``) steps on plain tensors. Off unless
+    #: a transform says so; the tests run each one that does on both paths.
     steps_on_values: bool = False
-
-    def _entries_step(self, batch_size: torch.Size, device: torch.device | None) -> EntriesStep:
-        """This transform's ``_step`` on a step's entries, built once per env layout.
-
-        The function returned is called as ``step(root, entries)``: ``root`` the step's input
-        (a TensorDict or StepValues, read with ``get``), ``entries`` the results so far (a
-        dict keyed as :class:`~cadence.envs.step_values.StepValues` keys them, which the
-        step owns and may change in place); it returns the results' entries. By default it
-        runs ``_step`` on StepValues, or, for the base per-key ``_call``, applies
-        ``_apply_transform`` to each entry present with the keys read once. Transforms that
-        step on values may override it to resolve more once. Called only where
-        ``steps_on_values``.
-
-        Examples:
-            >>> import torch
-            >>> from cadence.envs.transforms import RewardScaling
-            >>> step = RewardScaling(loc=0.0, scale=2.0)._entries_step(torch.Size([]), None)
-            >>> step(None, {"reward": torch.ones(1)})["reward"].tolist()
-            [2.0]
-        """
-        cls = type(self)
-        if cls._step is Transform._step and cls._call is Transform._call:
-            return self._per_key_entries_step()
-        return self._values_entries_step(batch_size, device)
-
-    def _values_entries_step(self, batch_size: torch.Size, device: torch.device | None) -> EntriesStep:
-        """``_step`` on StepValues, as an entries step (see :meth:`_entries_step`)."""
-
-        def step(root: Any, entries: Entries) -> Entries:
-            values = self._step(root, StepValues(entries, batch_size, device))
-            if not isinstance(values, StepValues):  # a transform that opted in but built a TensorDict
-                raise TypeError(
-                    f"{self!r} returned a {type(values).__name__} from _step on StepValues; a transform "
-                    "with steps_on_values=True must keep working on what it is given"
-                )
-            return values.entries
-
-        return step
-
-    def _per_key_entries_step(self) -> EntriesStep:
-        """The base ``_call`` (each present ``in_key`` transformed into its ``out_key``) on entries."""
-        pairs = [(entry_key(in_key), entry_key(out_key)) for in_key, out_key in zip(self.in_keys, self.out_keys)]
-        apply = self._apply_transform
-
-        def step(root: Any, entries: Entries) -> Entries:
-            for in_key, out_key in pairs:
-                value = entries.get(in_key)
-                if value is not None:
-                    try:
-                        entries[out_key] = apply(value)
-                    except (RuntimeError, TypeError):  # again, to raise the error that names the key
-                        self._checked(apply, value, in_key)
-                        raise
-            return entries
-
-        return step
 
     #: Whether ``_step_over_time`` gives what ``_step`` gives step by step, so that the
     #: loop may step the base env over a stretch of steps and transform them after, at once
@@ -450,16 +399,6 @@ class Compose(Transform):
             next_tensordict = transform._step(tensordict, next_tensordict)
         return next_tensordict
 
-    def _entries_step(self, batch_size: torch.Size, device: torch.device | None) -> EntriesStep:
-        steps = [transform._entries_step(batch_size, device) for transform in self.transforms]
-
-        def step(root: Any, entries: Entries) -> Entries:
-            for transform_step in steps:
-                entries = transform_step(root, entries)
-            return entries
-
-        return step
-
     def _reset(self, tensordict: TensorDictBase | None, tensordict_reset: TensorDictBase) -> TensorDictBase:
         for transform in self.transforms:
             tensordict_reset = transform._reset(tensordict, tensordict_reset)
@@ -647,10 +586,16 @@ class TransformedEnv(EnvBase):
         modules = self._modules  # this runs at every step: past Module.__getattr__
         transform, base = modules["transform"], modules["base_env"]
         same_action = self._cached("same_action_spec", lambda: self.full_action_spec == base.full_action_spec)
-        values = base._step_as_values(tensordict, checked=same_action)
-        # the transforms' steps on the entries, their keys resolved once for these specs
-        step = self._cached("entries_step", lambda: transform._entries_step(values.batch_size, values.device))
-        values.entries = step(tensordict, values.entries)
+        return self._transform_values(tensordict, base._step_as_values(tensordict, checked=same_action))
+
+    def _transform_values(self, tensordict: TensorDictBase | StepValues, values: StepValues) -> StepValues:
+        """The transforms' ``_step`` on the step's values (``steps_on_values``)."""
+        values = self._modules["transform"]._step(tensordict, values)
+        if not isinstance(values, StepValues):  # a transform that opted in but built a TensorDict
+            raise TypeError(
+                f"{self.transform!r} returned a {type(values).__name__} from _step on StepValues; a transform "
+                "with steps_on_values=True must keep working on what it is given"
+            )
         return values
 
     @property
@@ -667,7 +612,7 @@ class TransformedEnv(EnvBase):
         return f"{self.base_env.kernel}; then {names} on {where}"
 
     def _values_stepper(self) -> Callable[..., StepValues]:
-        # the base env's array simulator, then the transforms' entries steps (no readers, no
+        # the base env's array simulator, then the transforms' _step on the values (no readers, no
         # layers between them), where no transform changes the action
         base = self._modules["base_env"]
         simulator = base._array_simulator() if self._values_step_applies() else None
@@ -675,8 +620,8 @@ class TransformedEnv(EnvBase):
                 or self.full_action_spec != base.full_action_spec):
             return self._step_as_values
         transform = self._modules["transform"]
-        step = self._cached("entries_step", lambda: transform._entries_step(self.batch_size, self.device))
-        return SimulatorValuesStep(self, simulator, step, transform if transform.steps_over_time else None)
+        return SimulatorValuesStep(self, simulator, self._transform_values,
+                                   transform if transform.steps_over_time else None)
 
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
         data = None

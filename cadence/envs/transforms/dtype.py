@@ -11,14 +11,12 @@ Examples:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import torch
 from tensordict import TensorDictBase
 
 from cadence.data import Composite
-from cadence.envs.step_values import entry_key
-from cadence.envs.transforms.base import Entries, EntriesStep, NestedKey, Transform
+from cadence.envs.transforms.base import NestedKey, Transform
 
 __all__ = ["DTypeCastTransform", "DoubleToFloat"]
 
@@ -77,21 +75,6 @@ class DTypeCastTransform(Transform):
                     tensordict.set(key, value.to(self.dtype_out))
             return tensordict
         return super()._call(tensordict)
-
-    def _entries_step(self, batch_size: torch.Size, device: torch.device | None) -> EntriesStep:
-        if self._find_keys and not self.in_keys:  # on bare data: whatever has dtype_in, found per step
-            return super()._entries_step(batch_size, device)
-        pairs = [(entry_key(in_key), entry_key(out_key)) for in_key, out_key in zip(self.in_keys, self.out_keys)]
-        dtype_out = self.dtype_out
-
-        def step(root: Any, entries: Entries) -> Entries:
-            for in_key, out_key in pairs:
-                value = entries.get(in_key)
-                if value is not None:
-                    entries[out_key] = value.to(dtype_out)
-            return entries
-
-        return step
 
     def transform_output_spec(self, output_spec: Composite) -> Composite:
         if self._find_keys:

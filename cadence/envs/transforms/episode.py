@@ -31,9 +31,8 @@ from tensordict import TensorDictBase
 
 from cadence.data import Categorical, Composite, TensorSpec, Unbounded
 from cadence.envs.env_specs import as_tuple_key
-from cadence.envs.step_values import entry_key
-from cadence.envs.transforms.base import Entries, EntriesStep, NestedKey, Transform
-from cadence.envs.values_loop import any_done
+from cadence.envs.step_values import any_done
+from cadence.envs.transforms.base import NestedKey, Transform
 
 __all__ = [
     "EndOfLifeTransform",
@@ -129,32 +128,6 @@ class StepCounter(Transform):
             previous = torch.zeros_like(done, dtype=torch.int64)
         return self._write_counts(next_tensordict, previous + 1, done)
 
-    def _entries_step(self, batch_size: torch.Size, device: torch.device | None) -> EntriesStep:
-        count_key, truncated_key = entry_key(self.step_count_key), entry_key(self.truncated_key)
-
-        def step(root: Any, entries: Entries) -> Entries:
-            done = entries["done"]
-            previous = root.get(count_key, None)
-            count = torch.ones_like(done, dtype=torch.int64) if previous is None else previous + 1
-            entries[count_key] = count
-            truncated = entries.get(truncated_key)
-            if truncated is None:
-                truncated = torch.zeros_like(done, dtype=torch.bool)
-            max_steps = self.max_steps
-            if max_steps is not None:
-                # most steps reach no limit and end no episode: one read of a number each
-                # spares the tensor ops whose results would equal their inputs
-                if count.item() >= max_steps if count.numel() == 1 else any_done(count >= max_steps):
-                    truncated = truncated | (count >= max_steps)
-                    if self.update_done:
-                        entries["done"] = done | truncated
-                elif self.update_done and any_done(truncated):
-                    entries["done"] = done | truncated
-            entries[truncated_key] = truncated
-            return entries
-
-        return step
-
     def _step_over_time(self, tensordict: TensorDictBase, next_steps: TensorDictBase) -> TensorDictBase:
         time_dim = next_steps.batch_dims - 1
         done = next_steps.get("done")
@@ -180,10 +153,16 @@ class StepCounter(Transform):
         truncated = next_tensordict.get(self.truncated_key, None)
         if truncated is None:
             truncated = torch.zeros_like(done, dtype=torch.bool)
-        if self.max_steps is not None:
-            truncated = truncated | (count >= self.max_steps)
+        max_steps = self.max_steps
+        # most steps reach no limit and end no episode: one read of a number (one env) spares
+        # the tensor ops whose results would equal their inputs
+        if max_steps is not None and (count.item() >= max_steps if count.numel() == 1
+                                      else any_done(count >= max_steps)):
+            truncated = truncated | (count >= max_steps)
             if self.update_done:
                 next_tensordict.set("done", done | truncated)
+        elif self.update_done and any_done(truncated):
+            next_tensordict.set("done", done | truncated)
         next_tensordict.set(self.truncated_key, truncated)
         return next_tensordict
 

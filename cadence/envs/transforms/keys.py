@@ -18,14 +18,12 @@ Examples:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 import torch
 from tensordict import TensorDictBase
 
 from cadence.data import Bounded, Categorical, Composite, TensorSpec, Unbounded
-from cadence.envs.step_values import entry_key
-from cadence.envs.transforms.base import Entries, EntriesStep, NestedKey, Transform, key_list
+from cadence.envs.transforms.base import NestedKey, Transform, key_list
 from cadence.envs.transforms.observation import ObservationTransform
 
 __all__ = [
@@ -289,29 +287,6 @@ class CatTensors(ObservationTransform):
         # deleted entries may be state another transform reads back at the next step
         return not self.del_keys
 
-    def _entries_step(self, batch_size: torch.Size, device: torch.device | None) -> EntriesStep:
-        in_keys = [entry_key(key) for key in self.in_keys]
-        out_key = entry_key(self.out_key)
-        dropped = [key for key in in_keys if key != out_key] if self.del_keys else []
-        dim, event_dims, batch_dims = self.dim, -self.dim, len(batch_size)
-        generic = self._values_entries_step(batch_size, device)
-
-        def step(root: Any, entries: Entries) -> Entries:
-            values = [entries.get(key) for key in in_keys]
-            dtype = None if values[0] is None else values[0].dtype
-            for value in values:  # anything but same-dtype entries with the dims: the generic step
-                if value is None or value.dtype != dtype or value.ndim - batch_dims < event_dims:
-                    return generic(root, entries)
-            try:
-                entries[out_key] = torch.cat(values, dim)
-            except RuntimeError:  # the generic step names the shapes
-                return generic(root, entries)
-            for key in dropped:
-                del entries[key]
-            return entries
-
-        return step
-
     def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
         found = [tensordict.get(key, None) for key in self.in_keys]
         if all(value is None for value in found):
@@ -323,7 +298,8 @@ class CatTensors(ObservationTransform):
         values = [self._fit(value, value.ndim - batch_dims, key) for key, value in zip(self.in_keys, found)]
         dtype = values[0].dtype
         for value in values[1:]:
-            dtype = torch.promote_types(dtype, value.dtype)
+            if value.dtype != dtype:
+                dtype = torch.promote_types(dtype, value.dtype)
         try:
             out = torch.cat([v if v.dtype == dtype else v.to(dtype) for v in values], self.dim)
         except RuntimeError as err:

@@ -11,15 +11,13 @@ Examples:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import torch
 from tensordict import TensorDictBase
 
 from cadence.data import Composite, Unbounded
-from cadence.envs.step_values import entry_key
-from cadence.envs.transforms.base import Entries, EntriesStep, NestedKey, Transform
+from cadence.envs.transforms.base import NestedKey, Transform
 
 __all__ = ["RewardScaling", "RewardSum"]
 
@@ -133,21 +131,6 @@ class RewardSum(Transform):
             previous = tensordict.get(out_key, None)
             next_tensordict.set(out_key, reward if previous is None else previous + reward)
         return next_tensordict
-
-    def _entries_step(self, batch_size: torch.Size, device: torch.device | None) -> EntriesStep:
-        pairs = [(entry_key(in_key), entry_key(out_key)) for in_key, out_key in zip(self.in_keys, self.out_keys)]
-        generic = self._values_entries_step(batch_size, device)
-
-        def step(root: Any, entries: Entries) -> Entries:
-            for in_key, out_key in pairs:
-                reward = entries.get(in_key)
-                if reward is None:  # the generic step says which reward is missing
-                    return generic(root, entries)
-                previous = root.get(out_key, None)
-                entries[out_key] = reward if previous is None else previous + reward
-            return entries
-
-        return step
 
     def _step_over_time(self, tensordict: TensorDictBase, next_steps: TensorDictBase) -> TensorDictBase:
         time_dim = next_steps.batch_dims - 1
