@@ -381,12 +381,10 @@ class SerialEnv(BatchedEnvBase):
         return torch.stack(results, 0)
 
     def _values_step_applies(self) -> bool:
-        # every sub-env steps on values, with flat keys: their entries stack key by key
+        # every sub-env steps on values: their entries (nested ones under tuple keys) stack key by key
         self.start()
         return self._cached("values_step_applies", lambda: all(
-            env._values_step_applies() and not env.run_type_checks and not env.auto_reset
-            and all(type(key) is str for key in env.full_observation_spec.keys(True, True))
-            for env in self._envs
+            env._values_step_applies() and not env.run_type_checks and not env.auto_reset for env in self._envs
         ))
 
     def _step_values(self, tensordict: TensorDictBase | StepValues) -> StepValues:

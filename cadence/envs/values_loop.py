@@ -43,7 +43,9 @@ if TYPE_CHECKING:  # pragma: no cover - type hints only (the env core imports th
 
 __all__ = ["Recording", "ValuesLoop", "ValuesStep", "values_loop_applies"]
 
+#: A step's entries, keyed as StepValues keys them (nested ones under tuple keys).
 Entries = dict[str, torch.Tensor]
+#: A policy as a step on them: it writes its entries (the action) into the dict.
 TensorPolicy = Callable[[Entries], None]
 
 

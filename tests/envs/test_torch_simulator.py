@@ -203,8 +203,7 @@ def test_a_step_counter_over_an_env_without_truncation_keeps_the_generic_batches
         env.set_seed(5)
         collector = SyncDataCollector(env, frames_per_batch=12 * env.batch_size.numel(), total_frames=-1,
                                       fast_path=fast_path)
-        # a serial batch of envs with nested entries (PendulumEnv's "params") takes the TensorDict loop
-        assert collector.uses_fast_path is (fast_path and not isinstance(env.base_env, SerialEnv))
+        assert collector.uses_fast_path is fast_path
         iterator = iter(collector)
         batches.append([next(iterator).clone() for _ in range(2)])
     for fast, slow in zip(*batches):
