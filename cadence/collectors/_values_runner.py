@@ -6,7 +6,7 @@ kernel, a serial or parallel batch of them, a torch-written env, under transform
 :class:`~cadence.envs.values_loop.ValuesLoop` steps it on dicts of tensors, and each entry
 is stacked at the end of the batch. The policy runs compiled to a function on such a dict
 (``compile_policy``) or, any other policy, on one TensorDict of the step's entries
-(:func:`tensordict_step`).
+(:func:`~cadence.modules.tensor_view.tensordict_step`).
 
 The batches are the generic runner's, entry for entry (the tests compare them): the same
 keys, dtypes and values, ``("collector", "traj_ids")``, the last dim named ``"time"``.
@@ -31,9 +31,9 @@ from tensordict import TensorDict, TensorDictBase
 from cadence.collectors._runners import TRAJ_KEY, TrajectoryIds
 from cadence.envs.common import EnvBase
 from cadence.envs.values_loop import Recording, ValuesLoop
-from cadence.modules.tensor_view import TensorStep, tensordict_step
+from cadence.modules.tensor_view import TensorStep
 
-__all__ = ["ValuesRunner", "tensordict_step"]
+__all__ = ["ValuesRunner"]
 
 
 class _WithTrajectoryIds(Recording):

@@ -42,10 +42,10 @@ from typing import Any
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from cadence.modules.tensor_view import compile_policy as tensor_step_of  # the name clashes with the option
+from cadence.modules.tensor_view import policy_step
 from cadence.collectors._compiled_policy import with_options
 from cadence.collectors._runners import EnvRunner, TrajectoryIds
-from cadence.collectors._values_runner import ValuesRunner, tensordict_step
+from cadence.collectors._values_runner import ValuesRunner
 from cadence.envs.values_loop import values_loop_applies
 from cadence.collectors.utils import split_trajectories
 from cadence.envs.common import EnvBase
@@ -248,19 +248,13 @@ class SyncDataCollector(DataCollectorBase):
         self._template: dict[Any, tuple[torch.Size, torch.dtype]] = {}
         ids = TrajectoryIds(self.env.batch_size, traj_id_stride, traj_id_offset)
         wrapped = self._acting is not self.policy  # a compiled policy runs as the user compiled it
-        self._compiled = None if self.policy is None or wrapped else tensor_step_of(self.policy, self.env.batch_size)
+        # the policy as a step on the entries' dict: compiled to tensors, or called on one
+        # TensorDict of the step's entries
+        self._policy_step = None if self.policy is None or wrapped else policy_step(self.policy, self.env.batch_size)
         cpu = all(d in (None, torch.device("cpu")) for d in (self.storing_device, self.policy_device))
-        self._values_policy: Any = None  # the policy as a step on the entries' dict (ValuesRunner, not compiled)
         self._runner: EnvRunner | ValuesRunner
-        if fast_path and cpu and values_loop_applies(self.env) and (
-            self.policy is None or self._compiled is not None
-            or (not wrapped and (bridge := tensordict_step(self.policy, self.env.batch_size)) is not None)
-        ):
-            # the transforms on plain tensors; a policy compiled to tensors, or called on one
-            # TensorDict of the step's entries (any TensorDictModuleBase with flat out_keys)
+        if fast_path and cpu and values_loop_applies(self.env) and (self.policy is None or self._policy_step is not None):
             self._runner = ValuesRunner(self.env, ids)
-            if self._compiled is None and self.policy is not None:
-                self._values_policy = bridge
         else:
             self._runner = EnvRunner(self.env, ids)
 
@@ -357,7 +351,7 @@ class SyncDataCollector(DataCollectorBase):
             if random and self._iter == 0 and self.policy is not None:
                 self._probe_policy_keys()
             if isinstance(runner, ValuesRunner):
-                batch = runner.collect(self.steps_per_batch, None if random else (self._compiled or self._values_policy))
+                batch = runner.collect(self.steps_per_batch, None if random else self._policy_step)
             else:
                 act = self.env.rand_action if random else self._act
                 batch = runner.collect(self.steps_per_batch, act)

@@ -26,7 +26,7 @@ from tensordict import LazyStackedTensorDict, TensorDictBase
 
 from cadence.envs.env_specs import as_tuple_key
 from cadence.envs.utils import policy_on_device
-from cadence.modules.tensor_view import TensorStep, compile_policy, tensordict_step
+from cadence.modules.tensor_view import TensorStep, policy_step
 
 if TYPE_CHECKING:  # pragma: no cover - type hints only (the env core builds on this module)
     from cadence.envs.common import EnvBase
@@ -135,8 +135,7 @@ class EnvRollouts:
 
             # random actions, or the policy as a step on the entries' dict: compiled to its
             # arithmetic, or called on one tensordict of them
-            step = None if policy is None else (compile_policy(policy, self.batch_size)
-                                                or tensordict_step(policy, self.batch_size))
+            step = None if policy is None else policy_step(policy, self.batch_size)
             if (policy is None or step is not None) and values_loop_applies(self):
                 return self._values_rollout(ValuesLoop(self), max_steps, break_when_any_done,
                                             break_when_all_done, set_truncated, step)
@@ -181,11 +180,11 @@ class EnvRollouts:
         chunks: list[TensorDictBase] = []
         done_key = ("next", *as_tuple_key(self.done_key))
         following: TensorDictBase | None = None
+        breaks = break_when_any_done or break_when_all_done
         for t in range(steps):
             returned = act(current)
             current = returned if returned is not None else current
             goes_on = t + 1 < steps or reset_after_last
-            breaks = break_when_any_done or break_when_all_done
             if goes_on and not breaks:  # the manual loop's step (on values where the env allows)
                 data, following = self.step_and_maybe_reset(current)
             else:

@@ -129,15 +129,13 @@ class SimulatorValuesStep:
         self._stepped(entries)
         out = StepValues(entries, self._batch_size, self._device)
         keep_preset(out, values)
-        if self.transform_step is None:
-            self.any_done = ended
-        else:  # a transform may end the episode (a step limit)
+        if self.transform_step is not None:
             out = self.transform_step(values, out)
         if not self._complete and not self._required <= out.entries.keys():
             outer._complete_done(out)
             outer._check_rewards(out)
-        if self.transform_step is not None:
-            self.any_done = any_done(out.entries["done"])
+        # a transform may end the episode (a step limit): then the flag says, not the simulators
+        self.any_done = ended if self.transform_step is None else any_done(out.entries["done"])
         return out
 
     def start_stretches(self, actions: torch.Tensor) -> None:

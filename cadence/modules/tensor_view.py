@@ -33,7 +33,7 @@ import torch
 from tensordict import TensorDict
 from tensordict.nn import TensorDictModule, TensorDictModuleBase, TensorDictSequential
 
-__all__ = ["TensorStep", "compile_policy", "tensordict_step"]
+__all__ = ["TensorStep", "compile_policy", "policy_step", "tensordict_step"]
 
 Values = dict[str, torch.Tensor]
 TensorStep = Callable[[Values], None]
@@ -272,6 +272,22 @@ def tensordict_step(policy: Any, batch_size: torch.Size | tuple[int, ...]) -> Te
     return step
 
 
+def policy_step(policy: Any, batch_size: torch.Size | tuple[int, ...] = ()) -> TensorStep | None:
+    """``policy`` as a step on the entries' dict: compiled to its arithmetic
+    (:func:`compile_policy`) where it can be, else called on one TensorDict of the entries
+    (:func:`tensordict_step`); ``None`` for what cannot be called.
+
+    Examples:
+        >>> import torch
+        >>> step = policy_step(lambda td: td.set("action", torch.ones(1)))
+        >>> values = {}
+        >>> step(values)
+        >>> values["action"].tolist()
+        [1.0]
+    """
+    return compile_policy(policy, batch_size) or tensordict_step(policy, batch_size)
+
+
 def compile_policy(policy: Any, batch_size: torch.Size | tuple[int, ...] = ()) -> TensorStep | None:
     """Turns ``policy`` into a function on a dict of tensors, or ``None`` if it cannot.
 
@@ -325,7 +341,7 @@ def compile_policy(policy: Any, batch_size: torch.Size | tuple[int, ...] = ()) -
             return None
         # members that do not compile (a ProbabilisticActor, a user's own module) run on one
         # tensordict of the step's entries; the others on tensors
-        steps = [compile_policy(module, batch_size) or tensordict_step(module, batch_size) for module in policy.module]
+        steps = [policy_step(module, batch_size) for module in policy.module]
         if any(step is None for step in steps):
             return None
         runnable: list[TensorStep] = steps  # type: ignore[assignment]
