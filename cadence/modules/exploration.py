@@ -29,12 +29,14 @@ Examples:
 from __future__ import annotations
 
 import math
+from typing import Any
+
 import torch
 from tensordict import TensorDictBase
 from tensordict.nn import InteractionType, TensorDictModuleBase, interaction_type, set_interaction_type
 
-from cadence.data import Categorical, OneHot, TensorSpec
-from cadence.modules.actors import _as_composite, _HoldsSpec, _project, _spec_leaf
+from cadence.data import Bounded, Categorical, OneHot, TensorSpec
+from cadence.modules.actors import _as_composite, _HoldsSpec, _spec_leaf, bounds_of
 
 __all__ = [
     "DEFAULT_EXPLORATION_TYPE",
@@ -74,6 +76,17 @@ def exploration_type() -> InteractionType:
     """
     current = interaction_type()
     return DEFAULT_EXPLORATION_TYPE if current is None else current
+
+
+def _projected(action: torch.Tensor, spec: TensorSpec | None) -> torch.Tensor:
+    """``action`` projected into ``spec`` (``None``: left as it is): clamped into a Bounded
+    spec's bounds, any other spec's ``project`` where the action lies outside it."""
+    if spec is None:
+        return action
+    if isinstance(spec, Bounded):
+        low, high = bounds_of(spec)
+        return torch.maximum(torch.minimum(action, high.to(action.device)), low.to(action.device))
+    return action if spec.is_in(action) else spec.project(action)
 
 
 def _linear_anneal(current: float, start: float, end: float, num_steps: int, frames: int) -> float:
@@ -217,6 +230,8 @@ class OrnsteinUhlenbeckProcessModule(_ExplorationBase):
         self.noise_key: NestedKey = key if key is not None else "_ou_prev_noise"
         self.steps_key: NestedKey = f"{key}_steps" if key is not None else "_ou_steps"
         self.safe = safe
+        # sigma_t * sqrt(dt), kept while it cannot change (see _scaled_sigma)
+        self._scaled_sigma_cache: tuple[tuple[Any, ...], torch.Tensor] | None = None
         self.in_keys = [action_key, is_init_key, self.noise_key, self.steps_key]
         self.out_keys = [action_key, self.noise_key, self.steps_key]
         if device is not None:
@@ -242,35 +257,68 @@ class OrnsteinUhlenbeckProcessModule(_ExplorationBase):
         slope = (self.sigma - self.sigma_min) / self.n_steps_annealing
         return (self.sigma - slope * steps.to(torch.get_default_dtype())).clamp_min(self.sigma_min)
 
+    def add_noise(
+        self,
+        action: torch.Tensor,
+        noise: torch.Tensor | None,
+        steps: torch.Tensor | None,
+        is_init: torch.Tensor | None,
+        batch: torch.Size,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One step of the process (the arithmetic of :meth:`forward`, on tensors): the
+        noisy action (projected into the spec where ``safe``), the new noise and the new
+        step count, for a batch of shape ``batch``. Without ``noise`` or ``steps`` the
+        process starts at ``x0``; where ``is_init`` is True it starts there again.
+
+        Examples:
+            >>> import torch
+            >>> from cadence.data import Bounded
+            >>> ou = OrnsteinUhlenbeckProcessModule(Bounded(-1.0, 1.0, shape=(2, 1)))
+            >>> action, noise, steps = ou.add_noise(torch.zeros(2, 1), None, None, None, torch.Size([2]))
+            >>> steps.tolist(), bool((action.abs() <= 1).all())
+            ([[1], [1]], True)
+        """
+        if noise is None or steps is None:
+            noise = self.x0.to(device=action.device, dtype=action.dtype).expand_as(action).clone()
+            steps = torch.zeros(*batch, 1, dtype=torch.long, device=action.device)
+        if is_init is not None:
+            restart = is_init.bool()
+            x0 = self.x0.to(device=action.device, dtype=action.dtype).expand_as(action)
+            noise = torch.where(self._batch_view(restart, batch, action), x0, noise)
+            steps = torch.where(self._batch_view(restart, batch, steps), torch.zeros_like(steps), steps)
+        noise = (
+            noise
+            + self.theta * (self.mu - noise) * self.dt
+            + self._scaled_sigma(steps, batch, action) * self._randn(action.shape, action)
+        )
+        out = action + self.eps.to(action) * noise
+        return _projected(out, self.action_spec if self.safe else None), noise, steps + 1
+
+    def _scaled_sigma(self, steps: torch.Tensor, batch: torch.Size, action: torch.Tensor) -> torch.Tensor:
+        """``sigma_t * sqrt(dt)`` shaped to ``action``; without annealing within trajectories
+        (``sigma_min`` None) it does not change from step to step: computed once, by the
+        same ops, and kept while sigma, dt, the shape and the dtype stay the same."""
+        key = (self.sigma, self.dt, action.shape, action.dtype, action.device) if self.sigma_min is None else None
+        cached = self._scaled_sigma_cache
+        if key is not None and cached is not None and cached[0] == key:
+            return cached[1]
+        value = self._batch_view(self.current_sigma(steps), batch, action).to(action) * math.sqrt(self.dt)
+        if key is not None:
+            self._scaled_sigma_cache = (key, value)
+        return value
+
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Adds the next noise value to the action (only when exploring)."""
         action = self._get_action(tensordict)
         if not self.exploring():
             return tensordict
-        batch = tensordict.batch_size
-        noise = tensordict.get(self.noise_key, None)
-        steps = tensordict.get(self.steps_key, None)
-        x0 = self.x0.to(device=action.device, dtype=action.dtype).expand_as(action)
-        if noise is None or steps is None:
-            noise = x0.clone()
-            steps = torch.zeros(*batch, 1, dtype=torch.long, device=action.device)
-        is_init = tensordict.get(self.is_init_key, None)
-        if is_init is not None:
-            restart = self._batch_view(is_init.bool(), batch, action)
-            noise = torch.where(restart, x0, noise)
-            steps = torch.where(self._batch_view(is_init.bool(), batch, steps), torch.zeros_like(steps), steps)
-        sigma_t = self._batch_view(self.current_sigma(steps), batch, action).to(action)
-        noise = (
-            noise
-            + self.theta * (self.mu - noise) * self.dt
-            + sigma_t * math.sqrt(self.dt) * self._randn(action.shape, action)
+        action, noise, steps = self.add_noise(
+            action, tensordict.get(self.noise_key, None), tensordict.get(self.steps_key, None),
+            tensordict.get(self.is_init_key, None), tensordict.batch_size,
         )
-        out = action + self.eps.to(action) * noise
-        tensordict.set(self.action_key, out)
+        tensordict.set(self.action_key, action)
         tensordict.set(self.noise_key, noise)
-        tensordict.set(self.steps_key, steps + 1)
-        if self.safe:
-            _project(tensordict, self.spec, [self.action_key])
+        tensordict.set(self.steps_key, steps)
         return tensordict
 
 
@@ -333,15 +381,26 @@ class AdditiveGaussianModule(_ExplorationBase):
         value = _linear_anneal(float(self.sigma), self.sigma_init, self.sigma_end, self.annealing_num_steps, frames)
         self.sigma.fill_(value)
 
+    def add_noise(self, action: torch.Tensor) -> torch.Tensor:
+        """``action`` with this step's noise added, projected into the spec where ``safe``
+        (the arithmetic of :meth:`forward`, on a tensor).
+
+        Examples:
+            >>> import torch
+            >>> from cadence.data import Bounded
+            >>> noise = AdditiveGaussianModule(Bounded(-1.0, 1.0, shape=(3,)), sigma_init=10.0)
+            >>> bool((noise.add_noise(torch.zeros(3)).abs() <= 1).all())
+            True
+        """
+        noise = self.mean + self.std * self._randn(action.shape, action)
+        return _projected(action + self.sigma.to(action) * noise, self.action_spec if self.safe else None)
+
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Adds noise to the action (only when exploring)."""
         action = self._get_action(tensordict)
         if not self.exploring():
             return tensordict
-        noise = self.mean + self.std * self._randn(action.shape, action)
-        tensordict.set(self.action_key, action + self.sigma.to(action) * noise)
-        if self.safe:
-            _project(tensordict, self.spec, [self.action_key])
+        tensordict.set(self.action_key, self.add_noise(action))
         return tensordict
 
 

@@ -25,7 +25,6 @@ Examples:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -89,33 +88,11 @@ def _compile_module(module: TensorDictModule) -> TensorStep | None:
 
 
 def _compile_ou(module: Any, batch: torch.Size) -> TensorStep | None:
-    """The arithmetic of ``OrnsteinUhlenbeckProcessModule.forward``, on tensors."""
-    from cadence.modules.actors import bounds_of  # the bounds the module's projection uses
-    from cadence.data import Bounded
-
+    """``OrnsteinUhlenbeckProcessModule.forward`` on tensors: its own ``add_noise``."""
     keys = [module.action_key, module.is_init_key, module.noise_key, module.steps_key]
     if not _plain_module(module) or not _keys_are_plain(keys):
         return None
-    spec = module.action_spec
-    if module.safe and spec is not None and not isinstance(spec, Bounded):
-        return None
-    action_key, noise_key, steps_key = module.action_key, module.noise_key, module.steps_key
-    is_init_key = module.is_init_key
-    sqrt_dt = math.sqrt(module.dt)
-    bounds = bounds_of(spec) if module.safe and spec is not None else None
-    # sigma_t * sqrt(dt) does not change from step to step when sigma does not anneal
-    # within trajectories (sigma_min is None): it is computed once, by the module's own
-    # ops, and kept while sigma, the shape and the dtype stay the same
-    cache: dict[str, Any] = {"key": None, "value": None}
-
-    def scaled_sigma(steps: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
-        key = (module.sigma, action.shape, action.dtype, action.device) if module.sigma_min is None else None
-        if key is not None and cache["key"] == key:
-            return cache["value"]
-        value = module._batch_view(module.current_sigma(steps), batch, action).to(action) * sqrt_dt
-        if key is not None:
-            cache["key"], cache["value"] = key, value
-        return value
+    action_key, noise_key, steps_key, is_init_key = module.action_key, module.noise_key, module.steps_key, module.is_init_key
 
     def step(values: Values) -> None:
         action = values.get(action_key)
@@ -126,29 +103,8 @@ def _compile_ou(module: Any, batch: torch.Size) -> TensorStep | None:
             )
         if not module.exploring():
             return
-        noise = values.get(noise_key)
-        steps = values.get(steps_key)
-        if noise is None or steps is None:
-            noise = module.x0.to(device=action.device, dtype=action.dtype).expand_as(action).clone()
-            steps = torch.zeros(*batch, 1, dtype=torch.long, device=action.device)
-        is_init = values.get(is_init_key)
-        if is_init is not None:
-            x0 = module.x0.to(device=action.device, dtype=action.dtype).expand_as(action)
-            restart = module._batch_view(is_init.bool(), batch, action)
-            noise = torch.where(restart, x0, noise)
-            steps = torch.where(module._batch_view(is_init.bool(), batch, steps), torch.zeros_like(steps), steps)
-        noise = (
-            noise
-            + module.theta * (module.mu - noise) * module.dt
-            + scaled_sigma(steps, action) * module._randn(action.shape, action)
-        )
-        out = action + module.eps.to(action) * noise
-        if bounds is not None:
-            low, high = bounds
-            out = torch.maximum(torch.minimum(out, high), low)
-        values[action_key] = out
-        values[noise_key] = noise
-        values[steps_key] = steps + 1
+        values[action_key], values[noise_key], values[steps_key] = module.add_noise(
+            action, values.get(noise_key), values.get(steps_key), values.get(is_init_key), batch)
 
     return step
 
@@ -170,14 +126,8 @@ def _compile_tanh(module: Any) -> TensorStep | None:
 
 
 def _compile_gaussian(module: Any) -> TensorStep | None:
-    """The arithmetic of ``AdditiveGaussianModule.forward``, on tensors."""
-    from cadence.modules.actors import bounds_of
-    from cadence.data import Bounded
-
-    spec = module.action_spec
+    """``AdditiveGaussianModule.forward`` on tensors: its own ``add_noise``."""
     if not _plain_module(module) or not _keys_are_plain([module.action_key]):
-        return None
-    if module.safe and spec is not None and not isinstance(spec, Bounded):
         return None
     action_key = module.action_key
 
@@ -187,14 +137,8 @@ def _compile_gaussian(module: Any) -> TensorStep | None:
             raise KeyError(
                 f"AdditiveGaussianModule: the step holds no action at {action_key!r}; it holds {sorted(values)}"
             )
-        if not module.exploring():
-            return
-        noise = module.mean + module.std * module._randn(action.shape, action)
-        out = action + module.sigma.to(action) * noise
-        if module.safe and spec is not None:
-            low, high = bounds_of(spec)
-            out = torch.maximum(torch.minimum(out, high.to(out.device)), low.to(out.device))
-        values[action_key] = out
+        if module.exploring():
+            values[action_key] = module.add_noise(action)
 
     return step
 

@@ -15,7 +15,7 @@ Examples:
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -265,6 +265,10 @@ class GymWrapper(GymLikeEnv):
         self._env = env
         self.is_vector = bool(self_batch)
         self.autoreset_mode = self._vector_autoreset_mode(env) if self.is_vector else "Disabled"
+        # gymnasium's own SyncVectorEnv: Cadence steps and resets its sub-envs itself, through
+        # their public API, and keeps where each one stands (see _owns_sub_envs)
+        self._sub_envs = _stock_sync_vector_envs(env) if self.is_vector and self.autoreset_mode == "Disabled" else None
+        self._sub_env_obs: list[Any] = [None] * len(self._sub_envs or ())
         self._same_step_checked = False
         self.from_pixels = from_pixels
         self.pixels_only = pixels_only and from_pixels
@@ -350,16 +354,58 @@ class GymWrapper(GymLikeEnv):
             entries["pixels"] = self._render()
         return entries
 
+    def _owns_sub_envs(self) -> bool:
+        """Whether Cadence steps and resets the sub-envs of gymnasium's own ``SyncVectorEnv``
+        itself, one by one (as the vector env does, without merging their infos, which no
+        info reader asks for then): none of the vector env's own state is read or written
+        (it changes between gymnasium releases). The wrapper keeps where each sub-env stands,
+        which a masked reset hands back for the rows it does not reset."""
+        return self._sub_envs is not None and not self.info_dict_reader
+
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
         mask = None if tensordict is None else tensordict.get("_reset", None)
         if mask is not None and self.is_vector:
-            kwargs.setdefault("options", {})["reset_mask"] = mask.reshape(self.batch_size).cpu().numpy()
+            reset_mask = mask.reshape(self.batch_size).cpu().numpy()
+            if self._owns_sub_envs():
+                return self._output_of("reset()", self._reset_sub_envs(reset_mask, **kwargs), {})
+            kwargs.setdefault("options", {})["reset_mask"] = reset_mask
         obs, info = self._reset_backend(**kwargs)
         return self._output_of("reset()", obs, info)
 
+    def _reset_backend(self, **kwargs: Any) -> tuple[Any, Mapping[str, Any]]:
+        obs, info = super()._reset_backend(**kwargs)
+        if self._sub_envs is not None:  # every row stands where the vector env's reset left it
+            self._sub_env_obs = list(np.array(obs))
+        return obs, info
+
+    def _reset_sub_envs(self, reset_mask: np.ndarray, seed: Any = None, options: Any = None) -> np.ndarray:
+        """The sub-envs at ``reset_mask`` reset (seeds as the vector env's ``reset`` reads
+        them), the others where they stand: the batch of observations."""
+        if self._pending_seed is not None:  # the seed given to set_seed goes to the first reset
+            seed, self._pending_seed = self._pending_seed, None
+        count = len(self._sub_env_obs)
+        seeds = [seed + i for i in range(count)] if isinstance(seed, int) else seed if seed is not None else [None] * count
+        for i in np.flatnonzero(reset_mask):
+            self._sub_env_obs[i], _ = self._sub_envs[i].reset(seed=seeds[i], options=options)  # type: ignore[index]
+        return np.stack(self._sub_env_obs)
+
+    def _step_sub_envs(self, action: Any) -> tuple[Any, Any, Any, Any, Any]:
+        """One step of each sub-env (see :meth:`_owns_sub_envs`), as gymnasium's five."""
+        sub_envs, current = self._sub_envs or [], self._sub_env_obs
+        reward = np.zeros(len(sub_envs))
+        terminated, truncated = np.zeros(len(sub_envs), dtype=bool), np.zeros(len(sub_envs), dtype=bool)
+        for i, sub_env in enumerate(sub_envs):
+            current[i], reward[i], terminated[i], truncated[i], _ = sub_env.step(action[i])
+        return np.stack(current), reward, terminated, truncated, {}
+
     def _simulate(self, action: Any) -> tuple[Any, Any, Any, Any, Any]:
         """Steps the simulator ``frame_skip`` times with ``action``, summing rewards."""
-        outputs = self._env.step(action)
+        if self._owns_sub_envs():
+            outputs = self._step_sub_envs(action)
+        else:
+            outputs = self._env.step(action)
+            if self._sub_envs is not None:  # an info reader reads the vector env's step: kept in step
+                self._sub_env_obs = list(np.array(outputs[0]))
         if (len(outputs) == 5 and self.frame_skip == 1 and self.autoreset_mode == "Disabled"
                 and type(self).stock_output_transform):
             return outputs  # gymnasium's own five: nothing to normalise or repeat (the step path)
@@ -369,7 +415,8 @@ class GymWrapper(GymLikeEnv):
         for _ in range(self.frame_skip - 1):
             if np.any(terminated) or np.any(truncated):
                 break
-            obs, more, terminated, truncated, info = self._output_transform(self._env.step(action))
+            outputs = self._step_sub_envs(action) if self._owns_sub_envs() else self._env.step(action)
+            obs, more, terminated, truncated, info = self._output_transform(outputs)
             reward = np.asarray(reward) + np.asarray(more)
         return obs, reward, terminated, truncated, info
 
@@ -381,6 +428,25 @@ class GymWrapper(GymLikeEnv):
     def __repr__(self) -> str:
         name = getattr(getattr(self._env, "spec", None), "id", type(self._env).__name__)
         return f"{type(self).__name__}(env={name}, batch_size={self.batch_size}, device={self.device})"
+
+
+def _stock_sync_vector_envs(vector: Any) -> list[Any] | None:
+    """The sub-envs of gymnasium's own ``SyncVectorEnv`` (not a subclass, nor a vector
+    wrapper: their step may do more) of array observations and actions, which Cadence
+    steps one by one; ``None`` for any other vector env."""
+    try:
+        sync_vector_env, spaces = gym_backend("vector.SyncVectorEnv"), gym_backend("spaces")
+    except (ModuleNotFoundError, AttributeError):
+        return None
+    if type(vector) is not sync_vector_env:
+        return None
+    space = vector.single_observation_space
+    if not isinstance(getattr(space, "shape", None), tuple) or getattr(space, "dtype", None) is None:
+        return None
+    if not isinstance(vector.single_action_space, (spaces.Box, spaces.Discrete, spaces.MultiDiscrete,
+                                                    spaces.MultiBinary)):
+        return None
+    return list(vector.envs)
 
 
 def _gym_checker_breaks_on_numpy2(gym_version: str) -> bool:

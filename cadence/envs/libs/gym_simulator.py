@@ -19,8 +19,9 @@ generic path; here it is accepted where numpy can write it as it is (``(1, 3)`` 
 Gymnasium's own ``SyncVectorEnv`` (as ``GymEnv(name, num_envs=N)`` builds it) has its
 sub-envs stepped and reset one by one, into this simulator's arrays: its own step merges
 every sub-env's info and copies the batch (about an eighth of a step of four
-HalfCheetahs). The vector env's list of current observations is kept up to date, so that
-its own masked resets (the generic path) see where every sub-env stands.
+HalfCheetahs). The wrapper steps them so on every path (``GymWrapper._owns_sub_envs``),
+never touching the vector env's own state, and keeps where each one stands: its masked
+resets hand that back for the rows they do not reset.
 
 Examples:
     >>> from cadence.envs.libs.gym import GymEnv
@@ -105,11 +106,16 @@ class GymSimulator(ArraySimulator):
         super().__init__(wrapper, ("observation",))
         self.wrapper = wrapper
         self.is_vector = wrapper.is_vector
-        self._sub_envs = _stock_sync_vector_envs(wrapper._env) if self.is_vector else None
+        self._sub_envs = wrapper._sub_envs if self.is_vector else None
+        # one env's Discrete actions go as Python ints: gymnasium checks an int at a fraction
+        # of a numpy integer's cost (``Discrete.contains``), and envs compare them faster too
+        self._as_ints = not self.is_vector and isinstance(wrapper._single_action_space, gym_backend("spaces.Discrete"))
 
     def to_backend(self, action: torch.Tensor) -> Any:
-        """The protocol's ``to_backend``: the wrapper's conversion to a gymnasium action."""
-        return self.wrapper._to_backend(action)
+        """The protocol's ``to_backend``: the wrapper's conversion to a gymnasium action
+        (one env's Discrete actions as Python ints, a stretch's as a list of them)."""
+        converted = self.wrapper._to_backend(action)
+        return converted.tolist() if self._as_ints else converted
 
     def reset_all(self) -> Any:
         """The protocol's ``reset_all``: the wrapper's reset of the gymnasium env (or vector env)."""
@@ -174,8 +180,8 @@ class GymSimulator(ArraySimulator):
                     root_obs[start + 1 : start + steps + 1] = next_obs[start : start + steps]
                     for t, row in reset_rows:
                         root_obs[t] = row
-            else:  # the vector env's list of current observations follows (its masked reset reads it)
-                current = self.wrapper._env._env_obs
+            else:  # the wrapper's record of where each sub-env stands follows (its masked reset reads it)
+                current = self.wrapper._sub_env_obs
                 for k in range(steps):
                     t, action = start + k, actions[k]
                     row_obs, row_reward, row_terminated, row_truncated = next_obs[t], reward[t], terminated[t], truncated[t]
@@ -198,12 +204,11 @@ class GymSimulator(ArraySimulator):
     def reset_done(self, done: np.ndarray, obs: Any) -> Any:
         """The protocol's ``reset_done``: the done sub-envs of a vector env reset, or the one env."""
         if self._sub_envs is not None:
-            vector = self.wrapper._env
+            current = self.wrapper._sub_env_obs
             obs = np.array(obs)  # the step's observation may be a row of the caller's arrays: left as it is
             for i in np.flatnonzero(done):  # as the vector env's masked reset does, sub-env by sub-env
-                vector._env_obs[i], _ = self._sub_envs[i].reset(seed=None, options={})
-                vector._autoreset_envs[i] = False
-                obs[i] = vector._env_obs[i]
+                current[i], _ = self._sub_envs[i].reset(seed=None, options={})
+                obs[i] = current[i]
             return obs
         if self.is_vector:
             return self.wrapper._env.reset(options={"reset_mask": done})[0]
@@ -219,18 +224,3 @@ class GymSimulator(ArraySimulator):
     def explain_error(self, obs: Any, where: str, err: Exception) -> NoReturn:
         explain_observation_error(self.env, obs, where, err)
 
-
-def _stock_sync_vector_envs(vector: Any) -> list[Any] | None:
-    """The sub-envs of gymnasium's own ``SyncVectorEnv`` without autoreset (not a subclass,
-    nor a vector wrapper: their step may do more), with the private state its masked reset
-    reads; ``None`` for any other vector env."""
-    try:
-        sync_vector_env = gym_backend("vector.SyncVectorEnv")
-    except (ModuleNotFoundError, AttributeError):
-        return None
-    if type(vector) is not sync_vector_env or not all(hasattr(vector, name) for name in ("_env_obs", "_autoreset_envs")):
-        return None
-    space = vector.single_observation_space
-    if not isinstance(getattr(space, "shape", None), tuple) or getattr(space, "dtype", None) is None:
-        return None
-    return list(vector.envs)

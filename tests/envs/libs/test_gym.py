@@ -133,8 +133,8 @@ def test_fast_random_rollout_equals_the_generic_path(num_envs, break_when_any_do
 
 
 def test_fast_path_steps_the_sync_vector_envs_sub_envs_and_keeps_its_state():
-    # the step on values steps gymnasium's SyncVectorEnv sub-env by sub-env; the resets
-    # of the loop are the vector env's own masked ones, which read where each sub-env stands
+    # the step on values steps gymnasium's SyncVectorEnv sub-env by sub-env, and so do the
+    # generic path and the masked resets: the wrapper keeps where each sub-env stands
     fast_env = GymEnv("CartPole-v1", num_envs=3)
     assert fast_env._array_simulator()._sub_envs is not None
     slow_env = GenericPathGymEnv("CartPole-v1", num_envs=3)
@@ -156,6 +156,31 @@ def test_fast_path_steps_the_sync_vector_envs_sub_envs_and_keeps_its_state():
     after = [env.reset(mask.clone())["observation"] for env in (fast_env, slow_env)]
     assert torch.equal(after[0], after[1])
     assert torch.equal(after[0][1:], td["observation"][1:])
+
+
+def test_sync_vector_env_is_stepped_through_its_sub_envs_on_every_path():
+    # gymnasium's SyncVectorEnv keeps private state (where each sub-env stands, pending
+    # autoresets) that its step and masked reset read and that changes between releases:
+    # every path steps and resets its sub-envs through their public API instead, and calls
+    # the vector env's own reset only to reset them all
+    env = GymEnv("CartPole-v1", num_envs=3)
+    vector = env._env
+    calls = []
+    vector_step, vector_reset = vector.step, vector.reset
+    vector.step = lambda action: calls.append("step") or vector_step(action)
+    vector.reset = lambda **kwargs: calls.append(("reset", sorted(kwargs.get("options") or {}))) or vector_reset(**kwargs)
+    env.set_seed(0)
+    td = env.reset()
+    env.rollout(60, break_when_any_done=False)
+    env.rollout(60, _linear_policy(), break_when_any_done=False)
+    for _ in range(40):
+        _, td = env.step_and_maybe_reset(env.rand_action(td))
+    generic = env._step(env.rand_action(td))  # the generic step
+    mask = TensorDict({"_reset": torch.tensor([[True], [False], [True]])}, batch_size=[3])
+    after = env.reset(mask)
+    assert set(map(str, calls)) == {"('reset', [])"}
+    # the masked reset hands back where the generic step left the row it did not reset
+    assert torch.equal(after["observation"][1], generic["observation"][1])
 
 
 def _linear_policy() -> TensorDictModule:
