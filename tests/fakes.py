@@ -85,6 +85,9 @@ def assert_same_rollout(fast: TensorDictBase, slow: TensorDictBase) -> None:
     """The two rollouts hold the same entries, dtypes and values."""
     assert fast.batch_size == slow.batch_size and fast.names == slow.names
     assert set(fast.keys(True, True)) == set(slow.keys(True, True))
+    for key in fast.keys(True):  # nested ones keep their own dims (a group's agent dim)
+        if isinstance(fast.get(key), TensorDictBase):
+            assert fast.get(key).batch_size == slow.get(key).batch_size, key
     for key in fast.keys(True, True):
         assert fast[key].dtype == slow[key].dtype, key
         assert torch.equal(fast[key], slow[key]), key

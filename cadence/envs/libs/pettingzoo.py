@@ -47,7 +47,9 @@ from cadence.data import Categorical, Composite, MultiOneHot, OneHot, TensorSpec
 from cadence.data.specs import holds_ragged
 from cadence.envs.common import EnvBase
 from cadence.envs.libs.gym import _action_converter, space_to_spec
+from cadence.envs.libs.gym_backend import gym_backend
 from cadence.envs.marl_grouping import MarlGroupMapType, check_marl_grouping
+from cadence.envs.step_values import StepValues
 from cadence.envs.utils import read_entry
 
 __all__ = ["PettingZooEnv", "PettingZooWrapper"]
@@ -127,6 +129,8 @@ class _Group:
         self.to_backend_all = (
             _action_converter(first, per_agent_actions[0]) if all(a == first for a in self.action_spaces) else None
         )
+        # Discrete actions go as Python ints: the spaces check an int at a fraction of a numpy integer's cost
+        self.as_ints = isinstance(first, gym_backend("spaces.Discrete"))
         observations = [space_to_spec(env.observation_space(agent), device=device) for agent in agents]
         # the mask of legal actions travels in the observation of classic games: it moves to the group
         self.mask_in_observation = all(isinstance(o, Composite) and "action_mask" in o.keys() for o in observations)
@@ -321,15 +325,39 @@ class PettingZooWrapper(EnvBase):
         for group in self._groups:
             no = np.zeros((group.n, 1), dtype=bool)
             flags = (np.zeros((group.n, 1), dtype=np.float32), no, no.copy(), no.copy())
-            data = self._group_data(group, observations, infos, acting, flags)
+            data = self._group_entries(group, observations, infos, acting, flags)
             del data["reward"]
-            entries[group.name] = data
+            entries[group.name] = self._group_data(group, data)
         if self.return_state:
             entries["state"] = self._state()
         return _tensordict(entries, _NO_DIMS, self.device)
 
     # ------------------------------------------------------------------- step
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        entries = self._step_entries(tensordict)
+        for group in self._groups:
+            entries[group.name] = self._group_data(group, entries[group.name])
+        return _tensordict(entries, _NO_DIMS, self.device)
+
+    def _step_values(self, tensordict: TensorDictBase | StepValues) -> StepValues:
+        # _step's entries under tuple keys, with no TensorDict built for the step or its groups
+        if any(group.ragged for group in self._groups):  # agents of different shapes: lazily stacked
+            return super()._step_values(tensordict)
+        values: dict[Any, Any] = {}
+        for key, value in self._step_entries(tensordict).items():
+            if not isinstance(value, dict):
+                values[key] = value
+                continue
+            for name, entry in value.items():
+                if isinstance(entry, TensorDictBase):  # an info, or an observation of several entries
+                    values.update(((key, name, *_as_tuple(sub)), leaf) for sub, leaf in entry.items(True, True))
+                else:
+                    values[(key, name)] = entry
+        return StepValues(values, self.batch_size, self.device)
+
+    def _step_entries(self, tensordict: TensorDictBase | StepValues) -> dict[str, Any]:
+        """One step: the groups' entries (a dict each: see :meth:`_group_entries`), the root
+        flags and the state."""
         if self.parallel:
             observations, rewards, terminations, truncations, infos = self._env.step(self._action_dict(tensordict))
         else:
@@ -339,7 +367,7 @@ class PettingZooWrapper(EnvBase):
         flags: dict[str, list[np.ndarray]] = {name: [] for name in _DONE_FLAGS}
         for group in self._groups:
             group_flags = self._flags(group, observations, rewards, terminations, truncations)
-            entries[group.name] = self._group_data(group, observations, infos, acting, group_flags)
+            entries[group.name] = self._group_entries(group, observations, infos, acting, group_flags)
             for name, value in zip(_DONE_FLAGS, group_flags[1:]):
                 flags[name].append(value)
         for name in _DONE_FLAGS:
@@ -350,7 +378,7 @@ class PettingZooWrapper(EnvBase):
             entries[name] = _FLAG[bool(flag)].clone()
         if self.return_state:
             entries["state"] = self._state()
-        return _tensordict(entries, _NO_DIMS, self.device)
+        return entries
 
     def _actions_of(self, group: _Group, tensordict: TensorDictBase) -> list[torch.Tensor]:
         key = (group.name, "action")
@@ -363,6 +391,8 @@ class PettingZooWrapper(EnvBase):
         for group in self._groups:
             if group.to_backend_all is not None and not group.ragged:
                 values = group.to_backend_all(tensordict.get((group.name, "action")))
+                if group.as_ints:
+                    values = values.tolist()
                 for agent, i in group.index.items():
                     if agent in live:
                         actions[agent] = values[i]
@@ -390,15 +420,16 @@ class PettingZooWrapper(EnvBase):
     def _state(self) -> torch.Tensor:
         return self.observation_spec["state"].encode(np.asarray(self._env.state()))
 
-    def _group_data(
+    def _group_entries(
         self,
         group: _Group,
         observations: Mapping[str, Any],
         infos: Mapping[str, Any],
         acting: set[str] | list[str],
         flags: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
-    ) -> TensorDictBase:
-        """One group's entries: stacked densely, or lazily when its agents differ in shape."""
+    ) -> dict[str, Any]:
+        """One group's entries, each stacked along the agent dim; where its agents differ
+        in shape, ``"observation"`` holds one TensorDict per agent (see :meth:`_group_data`)."""
         device = self.device
         masks = None
         if group.action_mask is not None:
@@ -423,12 +454,19 @@ class PettingZooWrapper(EnvBase):
             entries["mask"] = _from_numpy(np.array([agent in acting for agent in group.agents]), device)
         if not group.ragged:
             entries["observation"] = self._encode_group(group, observations)
-            return _tensordict(entries, group.batch_size, device)
-        parts = [
-            _tensordict({"observation": self._encode_agent(group, i, observations)}, _NO_DIMS, device)
-            for i in range(group.n)
-        ]
-        data = LazyStackedTensorDict.lazy_stack(parts, 0)
+        else:
+            entries["observation"] = [
+                _tensordict({"observation": self._encode_agent(group, i, observations)}, _NO_DIMS, device)
+                for i in range(group.n)
+            ]
+        return entries
+
+    def _group_data(self, group: _Group, entries: dict[str, Any]) -> TensorDictBase:
+        """A group's entries (:meth:`_group_entries`) as a TensorDict: stacked densely, or
+        lazily when its agents differ in shape."""
+        if not group.ragged:
+            return _tensordict(entries, group.batch_size, self.device)
+        data = LazyStackedTensorDict.lazy_stack(entries.pop("observation"), 0)
         for key, value in entries.items():
             data.set(key, value)
         return data
@@ -500,6 +538,10 @@ class PettingZooWrapper(EnvBase):
 _NO_DIMS = torch.Size(())
 _FLAG = {False: torch.zeros(1, dtype=torch.bool), True: torch.ones(1, dtype=torch.bool)}
 _tensordict = getattr(TensorDict, "_new_unsafe", TensorDict)  # the entries are built right: skip the checks
+
+
+def _as_tuple(key: Any) -> tuple[str, ...]:
+    return key if type(key) is tuple else (key,)
 
 
 def _from_numpy(array: np.ndarray, device: Any) -> torch.Tensor:

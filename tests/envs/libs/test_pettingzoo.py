@@ -27,6 +27,7 @@ from cadence.envs import (  # noqa: E402
     check_env_specs,
 )
 from cadence.envs.libs.pettingzoo import PettingZooEnv, PettingZooWrapper, default_group_map  # noqa: E402
+from tests.fakes import assert_same_rollout  # noqa: E402
 
 
 def _spread(**kwargs):
@@ -72,6 +73,19 @@ def test_seeding_reproduces() -> None:
     a, b = first.rollout(10), second.rollout(10)
     assert torch.equal(a["next", "agent", "observation"], b["next", "agent", "observation"])
     assert torch.equal(a["agent", "action"], b["agent", "action"])
+
+
+@pytest.mark.parametrize("make", [lambda: _spread(), lambda: _tictactoe()], ids=["simple_spread", "tictactoe"])
+def test_rollout_on_values_equals_the_tensordict_loop(make) -> None:
+    # the loop on values steps the groups' entries under tuple keys; the tensordict loop (a
+    # callback) steps _step: the same data, the groups' agent dim included
+    fast_env, slow_env = make(), make()
+    assert fast_env.kernel == "values: PettingZooWrapper._step_values"
+    results = []
+    for env, callback in ((fast_env, None), (slow_env, lambda env, td: None)):
+        env.set_seed(4)
+        results.append(env.rollout(40, break_when_any_done=False, callback=callback))
+    assert_same_rollout(*results)
 
 
 def test_group_maps() -> None:
