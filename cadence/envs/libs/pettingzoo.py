@@ -189,6 +189,8 @@ class PettingZooWrapper(EnvBase):
 
     #: ``_step`` reads only its input: the loop on values steps it (see ``EnvBase``).
     generic_values_step = True
+    #: Each step writes every group's reward and flags and the root flags.
+    _step_values_complete = True
 
     def __init__(
         self,
