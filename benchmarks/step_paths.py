@@ -54,7 +54,6 @@ MACHINERY = (
     "envs/values_loop.py",
     "envs/step_values.py",
     "envs/simulator_values_step.py",
-    "envs/torch_simulator.py",
     "envs/gym_like_simulator.py",
     "envs/libs/gym_simulator.py",
     "collectors/_runners.py",

@@ -44,7 +44,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
 import numpy as np
 import torch
-from tensordict import TensorDictBase
 
 from cadence.envs.utils import SpecMismatchError
 
@@ -312,21 +311,6 @@ class ArraySimulator:
                 f"(an ArraySimulator defines {list(cls.PROTOCOL)}; see cadence.envs.array_simulator)"
             )
 
-    #: Whether the env's state travels in its data (a stateless env) rather than in the
-    #: simulators: this simulator then keeps it from step to step itself, and only paths
-    #: that own the data from step to step may use it (not a worker whose input carries a state).
-    state_in_data: bool = False
-
-    #: Whether the simulators stand where the env's own ``reset()`` leaves them (they are the
-    #: env's); a simulator that keeps where the env stands itself hears of other paths'
-    #: resets through :meth:`stand_at` only, so the step on values does not take it.
-    follows_env_reset: ClassVar[bool] = True
-
-    def stand_at(self, entries: TensorDictBase) -> None:
-        """Where the simulators stand, as the next step's input holds it, after a path other
-        than this simulator reset or stepped the env (a collector loading its state, say);
-        simulators that hold their own state (the default) ignore it."""
-
     # ------------------------------------------------------------------ checks
     def entries(self, obs: Any) -> dict[str, Any]:
         """The raw observation's entries by key (to check them one by one)."""
@@ -374,8 +358,8 @@ class ArraySimulator:
 
         Examples:
             >>> import torch
-            >>> from cadence.envs import PendulumEnv
-            >>> env = PendulumEnv()
+            >>> from cadence.envs import GymEnv
+            >>> env = GymEnv("Pendulum-v1")
             >>> simulator = env._array_simulator()
             >>> arrays = StepArrays.allocate(env, simulator.observation_keys, 2)
             >>> _ = simulator.reset_all()
@@ -517,14 +501,6 @@ class SerialSimulators(ArraySimulator):
         for i, simulator in enumerate(self.simulators):
             simulator.write_observation(targets, (*index, i), obs[i])
 
-    def stand_at(self, entries: TensorDictBase) -> None:
-        for i, simulator in enumerate(self.simulators):
-            simulator.stand_at(entries[i])
-
-    @property
-    def follows_env_reset(self) -> bool:  # type: ignore[override]
-        return all(simulator.follows_env_reset for simulator in self.simulators)
-
     def check_observation(self, obs: Any, where: str) -> None:
         if obs is not None:
             for i, (simulator, sub_obs) in enumerate(zip(self.simulators, obs)):
@@ -579,22 +555,20 @@ def _write_row(target: np.ndarray, t: int, value: Any) -> None:
         target[t] = np.asarray(value).reshape(target[t].shape)
 
 
-def arrays_fit(env: EnvBase, truncated_optional: bool = False) -> bool:
+def arrays_fit(env: EnvBase) -> bool:
     """Whether ``env``'s rewards and done flags have the layout the arrays hold: one
-    ``"action"``, one ``"reward"`` and the three root flags, each shaped ``[*batch, 1]``;
-    with ``truncated_optional``, an env without ``"truncated"`` fits too (a torch-written
-    env's kernel writes only the flags it declares).
+    ``"action"``, one ``"reward"`` and the three root flags, each shaped ``[*batch, 1]``.
 
     Examples:
         >>> from cadence.envs import GymEnv, PendulumEnv
-        >>> arrays_fit(GymEnv("Pendulum-v1")), arrays_fit(PendulumEnv()), arrays_fit(PendulumEnv(), True)
-        (True, False, True)
+        >>> arrays_fit(GymEnv("Pendulum-v1")), arrays_fit(PendulumEnv())  # the torch Pendulum declares no truncation
+        (True, False)
     """
     batch = tuple(env.batch_size)
     specs = env.full_done_spec
     if env.action_keys != ["action"] or env.reward_keys != ["reward"]:
         return False
     names = set(specs.keys(True, True))  # nested (per-agent) flags are tuples: not the layout
-    if names != {"done", "terminated", "truncated"} and not (truncated_optional and names == {"done", "terminated"}):
+    if names != {"done", "terminated", "truncated"}:
         return False
     return all(tuple(spec.shape) == (*batch, 1) for spec in (*specs.values(), env.full_reward_spec["reward"]))

@@ -48,7 +48,6 @@ from cadence.envs.rollouts import EnvRollouts
 from cadence.envs.seeding import SEED_RANGE, next_seed, validate_seed
 from cadence.envs.array_simulator import STEP_MACHINERY, ArraySimulator, defining_class
 from cadence.envs.step_values import StepValues, keep_preset
-from cadence.envs.torch_simulator import TorchEnvSimulator, torch_simulator_applies
 from cadence.envs.utils import action_in_spec_dtype, check_in_spec, read_entry, step_mdp
 
 if TYPE_CHECKING:  # pragma: no cover - type hints only (this module builds on it)
@@ -128,17 +127,18 @@ class EnvBase(EnvSpecs, EnvRollouts, torch.nn.Module):
     #: accept any leading batch).
     batch_locked: bool = True
 
-    #: The kernel that steps this env's simulators into arrays (see :attr:`kernel`): by
-    #: default an env written in torch steps its own ``_step`` there.
-    array_kernel: ClassVar[type[ArraySimulator] | None] = TorchEnvSimulator
+    #: The kernel that steps this env's simulators into arrays (see :attr:`kernel`): a
+    #: backend names its own (gymnasium's, dm_control's...); an env written in torch has
+    #: none and steps on values through its ``_step``.
+    array_kernel: ClassVar[type[ArraySimulator] | None] = None
 
-    #: Whether the loop on values may take this class's steps through EnvBase's own
-    #: :meth:`_step_values` (``_step`` on a TensorDict of the input's entries, and its
-    #: output's entries: no ``"next"`` TensorDict and no ``step_mdp`` per step). A backend
-    #: whose ``_step`` reads only its input declares it (PettingZoo, VMAS); an env written in
-    #: torch on its kernel takes it anyway. Withdrawn from a subclass whose body defines
-    #: ``step()``'s bookkeeping or ``rand_action`` (the loop draws random actions from the spec).
-    generic_values_step: ClassVar[bool] = False
+    #: Whether the loop on values may take this class's steps through :meth:`_step_values`
+    #: (by default ``_step`` on a TensorDict of the input's entries, and its output's entries:
+    #: no ``"next"`` TensorDict and no ``step_mdp`` per step): the generic kernel of an env
+    #: written in torch (the seed's Pendulum, a user's ``_step``). Withdrawn from a subclass
+    #: whose body defines ``step()``'s bookkeeping or ``rand_action`` (the loop draws random
+    #: actions from the spec); a backend whose ``_step`` reads more than its input says False.
+    generic_values_step: ClassVar[bool] = True
 
     #: Whether the class keeps ``step()``'s bookkeeping as EnvBase has it
     #: (:data:`~cadence.envs.array_simulator.STEP_MACHINERY`); a class that defines its own
@@ -392,7 +392,7 @@ class EnvBase(EnvSpecs, EnvRollouts, torch.nn.Module):
         Examples:
             >>> from cadence.envs import GymEnv, PendulumEnv
             >>> GymEnv("Pendulum-v1").kernel, PendulumEnv().kernel
-            ('gymnasium env, stepped into arrays', 'torch: PendulumEnv._step, stepped into arrays')
+            ('gymnasium env, stepped into arrays', 'values: PendulumEnv._step')
             >>> class Logged(GymEnv):
             ...     def _step(self, tensordict):
             ...         return super()._step(tensordict)
@@ -408,7 +408,10 @@ class EnvBase(EnvSpecs, EnvRollouts, torch.nn.Module):
         if simulator is not None:
             return simulator.describe()
         if self._values_step_applies() and not (self.run_type_checks or self.auto_reset):
-            return f"values: {defining_class(type(self), '_step_values')}._step_values"
+            owner = defining_class(type(self), "_step_values")
+            if owner == "EnvBase":  # which runs the class's _step on the entries
+                return f"values: {defining_class(type(self), '_step')}._step"
+            return f"values: {owner}._step_values"
         return f"generic: {defining_class(type(self), '_step')}._step"
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -429,22 +432,22 @@ class EnvBase(EnvSpecs, EnvRollouts, torch.nn.Module):
 
     # ------------------------------------------------------------------ the step on plain tensors
     def _values_step_applies(self) -> bool:
-        """Whether :meth:`_step_values` may serve this env's steps: by default, an env
-        written in torch on its kernel (:class:`~cadence.envs.torch_simulator.TorchEnvSimulator`
-        applies) or a class that declares :attr:`generic_values_step`, on the CPU, without
-        type checks or auto-reset; a backend with a step on values of its own says so for it.
+        """Whether :meth:`_step_values` may serve this env's steps: for a class that keeps
+        :attr:`generic_values_step`, on the CPU, without type checks or auto-reset, with
+        static specs of tensors; a backend with a step on values of its own says so for it.
 
         ``TransformedEnv`` then runs its transforms on the step's tensors
         (:class:`~cadence.envs.step_values.StepValues`) and builds one TensorDict at the end.
         """
-        cls = type(self)
-        if cls.generic_values_step:
-            return (self.device in (None, torch.device("cpu")) and not self.run_type_checks
-                    and not self.auto_reset and not self._has_dynamic_specs()
-                    and not self._cached("holds_non_tensors", lambda: any(  # text...: not stacked as tensors
-                        isinstance(leaf, NonTensor) for spec in (self.full_observation_spec, self.full_state_spec)
-                        for leaf in spec.values(True, True))))
-        return cls.array_kernel is TorchEnvSimulator and torch_simulator_applies(self)
+        if not type(self).generic_values_step:
+            return False
+        return (self.device in (None, torch.device("cpu")) and not self.run_type_checks
+                and not self.auto_reset and not self._has_dynamic_specs()
+                and not self._cached("holds_non_tensors", lambda: any(  # text...: not stacked as tensors
+                    isinstance(leaf, NonTensor)
+                    for spec in (self.full_observation_spec, self.full_state_spec, self.full_done_spec,
+                                 self.full_reward_spec)
+                    for leaf in spec.values(True, True))))
 
     def _step_values(self, tensordict: TensorDictBase | StepValues) -> StepValues:
         """What ``_step`` returns, as :class:`~cadence.envs.step_values.StepValues` (only
@@ -476,7 +479,7 @@ class EnvBase(EnvSpecs, EnvRollouts, torch.nn.Module):
         from cadence.envs.simulator_values_step import SimulatorValuesStep
 
         simulator = self._array_simulator() if self._values_step_applies() else None
-        if simulator is None or not simulator.follows_env_reset or not arrays_fit(self):
+        if simulator is None or not arrays_fit(self):
             return self._step_as_values
         return SimulatorValuesStep(self, simulator)
 

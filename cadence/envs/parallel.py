@@ -95,10 +95,8 @@ class _EnvWorker:
         self.env = creator()
         self.index = index
         self.shared = buffers is not None
-        # a single "action" stepped into the shared arrays through the array protocol, by a
-        # simulator that holds the env's state (the input may carry another one than its own)
-        simulator = self.env._array_simulator() if arrays_fit(self.env) else None
-        self.simulator = None if simulator is None or simulator.state_in_data else simulator
+        # a single "action" stepped into the shared arrays through the array protocol
+        self.simulator = self.env._array_simulator() if arrays_fit(self.env) else None
         if buffers is not None:
             self.input = buffers.input[index]
             self.output = buffers.output[index]
@@ -140,8 +138,6 @@ class _EnvWorker:
 
     def reset(self, tensordict: TensorDictBase | None) -> TensorDictBase | None:
         out = self.env.reset(tensordict)
-        if self.simulator is not None:
-            self.simulator.stand_at(out)
         if not self.shared:
             return out
         self.observation_checked = False

@@ -213,9 +213,6 @@ class ChessEnv(EnvBase):
         self.action_spec = Categorical(n_moves, shape=(), dtype=torch.int64, device=device)
         self.reward_spec = Unbounded(shape=(1,), dtype=torch.float32, device=device)
 
-    #: None: the array path draws random actions from the action spec, which knows nothing
-    #: of the legal moves; the step loop calls rand_action, which keeps to them.
-    array_kernel = None
 
     # ------------------------------------------------------------------ positions
     def _pgn(self, board: Any) -> str:

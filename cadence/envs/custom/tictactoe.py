@@ -211,10 +211,6 @@ class TicTacToeEnv(EnvBase):
             done=flag, terminated=flag.clone(), truncated=flag.clone(), shape=shape, device=device
         )
 
-    #: None: the array path draws random actions from the action spec, which knows nothing
-    #: of the data's mask (random rollouts would play taken squares); the step loop calls
-    #: rand_action, which keeps to the mask.
-    array_kernel = None
 
     # ------------------------------------------------------------------ reset
     def _reset(self, tensordict: TensorDictBase | None = None, **kwargs: object) -> TensorDictBase:

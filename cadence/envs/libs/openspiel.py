@@ -405,8 +405,8 @@ class OpenSpielWrapper(EnvBase):
         self._resolve_chance_nodes()
         return self._output(with_reward=True)
 
-    #: None: the game steps through ``_step`` (its per-agent data does not fit the arrays' layout).
-    array_kernel = None
+    #: The game steps through ``step()`` on TensorDicts (its per-agent data, whose agents take turns).
+    generic_values_step = False
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(game={self._game}, batch_size={self.batch_size}, device={self.device})"

@@ -187,8 +187,6 @@ class PettingZooWrapper(EnvBase):
         ([True], torch.Size([1, 9]))
     """
 
-    #: ``_step`` reads only its input: the loop on values steps it (see ``EnvBase``).
-    generic_values_step = True
     #: Each step writes every group's reward and flags and the root flags.
     _step_values_complete = True
 

@@ -139,9 +139,6 @@ class VmasWrapper(EnvBase):
         ({'agents': ['agent_0', 'agent_1']}, torch.Size([2]))
     """
 
-    #: ``_step`` reads only its input: the loop on values steps it (see ``EnvBase``).
-    generic_values_step = True
-
     def __init__(
         self,
         env: Any,

@@ -616,7 +616,7 @@ class TransformedEnv(EnvBase):
         # layers between them), where no transform changes the action
         base = self._modules["base_env"]
         simulator = base._array_simulator() if self._values_step_applies() else None
-        if (simulator is None or not simulator.follows_env_reset or not arrays_fit(base)
+        if (simulator is None or not arrays_fit(base)
                 or self.full_action_spec != base.full_action_spec):
             return self._step_as_values
         transform = self._modules["transform"]

@@ -1,5 +1,6 @@
-"""TorchEnvSimulator: an env written in torch on the array protocol, entry for entry the
-generic path's (rollouts, serial batches, collectors, workers), and where it stands aside."""
+"""The generic kernel: an env written in torch steps on values through its own ``_step``
+(EnvBase's ``_step_values``), entry for entry the generic path's (rollouts, serial batches,
+collectors, workers), and where it stands aside."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from cadence.collectors import SyncDataCollector
 from cadence.data import Bounded, Composite, Unbounded
 from cadence.envs import EnvBase, ParallelEnv, PendulumEnv, SerialEnv, TransformedEnv
 from cadence.envs.array_simulator import arrays_fit
-from cadence.envs.torch_simulator import TorchEnvSimulator, torch_simulator_applies
+from cadence.envs.values_loop import values_loop_applies
 from cadence.envs.transforms import Compose, DoubleToFloat, RewardSum, StepCounter
 from tests.fakes import CountingEnv, assert_same_rollout
 
@@ -86,15 +87,14 @@ def _rollouts(make_fast, make_slow, steps, policy=None, **kwargs) -> list[Tensor
 
 
 def test_which_envs_it_serves() -> None:
-    assert torch_simulator_applies(PendulumEnv()) and torch_simulator_applies(StaggeredEnv())
-    assert isinstance(PendulumEnv()._array_simulator(), TorchEnvSimulator)
-    assert GenericPendulumEnv()._array_simulator() is None  # a step() of its own
-    assert GenericPendulumEnv().kernel == "generic: GenericPendulumEnv.step, PendulumEnv._step"
+    assert PendulumEnv().kernel == "values: PendulumEnv._step" and StaggeredEnv().kernel == "values: StaggeredEnv._step"
+    assert PendulumEnv()._array_simulator() is None  # no arrays: the env's own _step on the entries
+    assert values_loop_applies(PendulumEnv()) and values_loop_applies(CountingEnv())
+    assert GenericPendulumEnv().kernel == "generic: GenericPendulumEnv.step, PendulumEnv._step"  # a step() of its own
+    assert not values_loop_applies(GenericPendulumEnv())
     checked = PendulumEnv()
     checked.run_type_checks = True
-    assert checked._array_simulator() is None
-    assert TransformedEnv(PendulumEnv(), RewardSum())._array_simulator() is None
-    assert PendulumEnv()._array_simulator().state_in_data and not CountingEnv()._array_simulator().state_in_data
+    assert checked.kernel == "generic: PendulumEnv._step" and not values_loop_applies(checked)
 
 
 @pytest.mark.parametrize("break_when_any_done", [False, True])
@@ -162,13 +162,11 @@ def test_a_collector_continues_its_episodes_from_a_state_dict() -> None:
     assert outputs[0]["count"][:, 0].squeeze(-1).tolist() != [0, 0, 0]  # it went on where the first stopped
 
 
-def test_parallel_workers_step_a_stateful_env_on_it_and_a_stateless_one_generically() -> None:
+def test_parallel_workers_step_a_stateful_env_and_a_stateless_one() -> None:
     with ParallelEnv(2, TruncatingCounter) as env:
-        assert env._array_simulator() is not None  # the workers step their simulators into shared memory
         data = env.rollout(7, break_when_any_done=False)
         assert data["next", "count"].squeeze(-1)[0].tolist() == [1, 2, 3, 1, 2, 3, 1]
     with ParallelEnv(2, PendulumEnv) as env:
-        assert env._array_simulator() is None  # the state travels in the input
         td = env.reset()
         td["th"] = torch.zeros(2)
         td["thdot"] = torch.zeros(2)
@@ -211,13 +209,20 @@ def test_a_step_counter_over_an_env_without_truncation_keeps_the_generic_batches
     assert batches[0][0]["next", "truncated"].any()
 
 
-def test_per_agent_done_signals_keep_the_generic_path() -> None:
+def test_per_agent_done_signals_step_on_values_as_on_tensordicts() -> None:
     from tests.fakes import MultiLevelZerosEnv
 
     env = MultiLevelZerosEnv()  # done flags for two agents besides the root's: not the arrays' layout
-    assert not arrays_fit(env) and not arrays_fit(env, truncated_optional=True)  # (what ParallelEnv's workers ask)
-    assert env._array_simulator() is None
+    assert not arrays_fit(env) and env._array_simulator() is None and env.kernel == "values: MultiLevelZerosEnv._step"
     with torch.no_grad():
-        data = env.rollout(3)
-    assert data["next", "agent1", "val"][-1].tolist() == [3, 3]
-    assert not SyncDataCollector(MultiLevelZerosEnv(), frames_per_batch=4, total_frames=4).uses_fast_path
+        fast = env.rollout(5, break_when_any_done=False)
+        slow = MultiLevelZerosEnv().rollout(5, break_when_any_done=False, callback=lambda env, td: None)
+    assert_same_rollout(fast, slow)
+    assert fast["next", "agent1", "val"][-1].tolist() == [5, 5]
+    batches = []
+    for fast_path in (True, False):
+        collector = SyncDataCollector(MultiLevelZerosEnv(), frames_per_batch=4, total_frames=8, fast_path=fast_path)
+        assert collector.uses_fast_path is fast_path
+        batches.append([batch.clone() for batch in collector])
+    for fast_batch, slow_batch in zip(*batches):
+        assert_same_rollout(fast_batch, slow_batch)
