@@ -48,7 +48,6 @@ from cadence.envs.array_simulator import (
     explain_observation_error,
 )
 from cadence.envs.gym_like_simulator import GymLikeSimulator
-from cadence.envs.libs.gym_backend import gym_backend
 
 if TYPE_CHECKING:  # pragma: no cover - type hints only
     from cadence.envs.common import EnvBase
@@ -107,15 +106,10 @@ class GymSimulator(ArraySimulator):
         self.wrapper = wrapper
         self.is_vector = wrapper.is_vector
         self._sub_envs = wrapper._sub_envs if self.is_vector else None
-        # one env's Discrete actions go as Python ints: gymnasium checks an int at a fraction
-        # of a numpy integer's cost (``Discrete.contains``), and envs compare them faster too
-        self._as_ints = not self.is_vector and isinstance(wrapper._single_action_space, gym_backend("spaces.Discrete"))
 
     def to_backend(self, action: torch.Tensor) -> Any:
-        """The protocol's ``to_backend``: the wrapper's conversion to a gymnasium action
-        (one env's Discrete actions as Python ints, a stretch's as a list of them)."""
-        converted = self.wrapper._to_backend(action)
-        return converted.tolist() if self._as_ints else converted
+        """The protocol's ``to_backend``: the wrapper's conversion to a gymnasium action."""
+        return self.wrapper._to_backend(action)
 
     def reset_all(self) -> Any:
         """The protocol's ``reset_all``: the wrapper's reset of the gymnasium env (or vector env)."""
@@ -223,4 +217,3 @@ class GymSimulator(ArraySimulator):
 
     def explain_error(self, obs: Any, where: str, err: Exception) -> NoReturn:
         explain_observation_error(self.env, obs, where, err)
-

@@ -47,7 +47,6 @@ from cadence.data import Categorical, Composite, MultiOneHot, OneHot, TensorSpec
 from cadence.data.specs import holds_ragged
 from cadence.envs.common import EnvBase
 from cadence.envs.libs.gym import _action_converter, space_to_spec
-from cadence.envs.libs.gym_backend import gym_backend
 from cadence.envs.marl_grouping import MarlGroupMapType, check_marl_grouping
 from cadence.envs.step_values import StepValues
 from cadence.envs.utils import read_entry
@@ -129,8 +128,6 @@ class _Group:
         self.to_backend_all = (
             _action_converter(first, per_agent_actions[0]) if all(a == first for a in self.action_spaces) else None
         )
-        # Discrete actions go as Python ints: the spaces check an int at a fraction of a numpy integer's cost
-        self.as_ints = isinstance(first, gym_backend("spaces.Discrete"))
         observations = [space_to_spec(env.observation_space(agent), device=device) for agent in agents]
         # the mask of legal actions travels in the observation of classic games: it moves to the group
         self.mask_in_observation = all(isinstance(o, Composite) and "action_mask" in o.keys() for o in observations)
@@ -391,8 +388,6 @@ class PettingZooWrapper(EnvBase):
         for group in self._groups:
             if group.to_backend_all is not None and not group.ragged:
                 values = group.to_backend_all(tensordict.get((group.name, "action")))
-                if group.as_ints:
-                    values = values.tolist()
                 for agent, i in group.index.items():
                     if agent in live:
                         actions[agent] = values[i]
