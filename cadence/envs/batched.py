@@ -343,7 +343,7 @@ class SerialEnv(BatchedEnvBase):
                 if current is None:
                     raise RuntimeError(f"SerialEnv: sub-env {i} was asked to keep its data before any reset.")
                 if isinstance(current, StepValues):  # where a step on values left it
-                    current = self._current[i] = current.to_tensordict()
+                    current = self._current[i] = current.to_tensordict(env._group_dims())
                 outputs.append(current)
                 continue
             try:

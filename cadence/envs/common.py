@@ -47,7 +47,7 @@ from cadence.envs.metadata import EnvMetaData
 from cadence.envs.rollouts import EnvRollouts
 from cadence.envs.seeding import SEED_RANGE, next_seed, validate_seed
 from cadence.envs.array_simulator import STEP_MACHINERY, ArraySimulator, defining_class
-from cadence.envs.step_values import StepValues, keep_preset
+from cadence.envs.step_values import GroupDims, StepValues, keep_preset
 from cadence.envs.utils import action_in_spec_dtype, check_in_spec, read_entry, step_mdp
 
 if TYPE_CHECKING:  # pragma: no cover - type hints only (this module builds on it)
@@ -449,11 +449,27 @@ class EnvBase(EnvSpecs, EnvRollouts, torch.nn.Module):
                                  self.full_reward_spec)
                     for leaf in spec.values(True, True))))
 
+    def _group_dims(self) -> GroupDims:
+        """The nested entries whose specs have dims of their own after the batch's (a group
+        of agents' agent dim), outer ones first, with those dims: what a TensorDict built
+        from a step's entries needs to give its groups their batch size
+        (:func:`~cadence.envs.step_values.shape_groups`)."""
+        def compute() -> list[tuple[tuple[str, ...], torch.Size]]:
+            found: dict[tuple[str, ...], torch.Size] = {}
+            for spec in (self.full_observation_spec, self.full_done_spec, self.full_reward_spec,
+                         self.full_action_spec, self.full_state_spec):
+                for key, leaf in spec.items(True, False):
+                    if isinstance(leaf, Composite) and len(leaf.shape) > self.batch_dims:
+                        found[key if isinstance(key, tuple) else (key,)] = leaf.shape[self.batch_dims:]
+            return sorted(found.items(), key=lambda item: len(item[0]))
+
+        return self._cached("group_dims", compute)
+
     def _step_values(self, tensordict: TensorDictBase | StepValues) -> StepValues:
         """What ``_step`` returns, as :class:`~cadence.envs.step_values.StepValues` (only
         called where :meth:`_values_step_applies`): by default, ``_step`` on a TensorDict of
         the input's entries, and its output's entries."""
-        data = tensordict.to_tensordict() if isinstance(tensordict, StepValues) else tensordict
+        data = tensordict.to_tensordict(self._group_dims()) if isinstance(tensordict, StepValues) else tensordict
         out = self._step(data)
         return StepValues(dict(out.items(True, True)), self.batch_size, self.device)
 

@@ -25,7 +25,7 @@ Examples:
 
 from __future__ import annotations
 
-from collections.abc import ItemsView, Iterable, KeysView
+from collections.abc import ItemsView, Iterable, KeysView, Sequence
 from typing import Any
 
 import torch
@@ -49,6 +49,30 @@ def entry_key(key: NestedKey) -> str | tuple[str, ...]:
     if len(key) == 1:
         return key[0]
     return tuple(key)
+
+
+#: Nested entries with dims of their own after the batch's (a group of agents' agent dim),
+#: outer ones first, with those dims (``EnvBase._group_dims``).
+GroupDims = Sequence[tuple[tuple[str, ...], torch.Size]]
+
+
+def shape_groups(data: TensorDictBase, groups: GroupDims) -> TensorDictBase:
+    """Gives the nested tensordicts of ``data`` (and of its ``"next"``) the batch size their
+    specs give them: ``data``'s batch dims, then the group's own. A TensorDict built from a
+    step's entries under tuple keys has the root's batch size at every level; stacking
+    ``env.step``'s outputs gives the groups theirs. Returns ``data``.
+
+    Examples:
+        >>> data = TensorDict({("agent", "obs"): torch.zeros(5, 3, 2)}, batch_size=[5])
+        >>> shape_groups(data, [(("agent",), torch.Size([3]))])["agent"].batch_size
+        torch.Size([5, 3])
+    """
+    for key, dims in groups:
+        for part in (data, data.get("next", None)):
+            group = None if part is None else part.get(key, None)
+            if isinstance(group, TensorDictBase):
+                group.batch_size = torch.Size([*data.batch_size, *dims])
+    return data
 
 
 def any_done(done: torch.Tensor) -> bool:
@@ -194,11 +218,15 @@ class StepValues:
             self.entries[key if type(key) is str else entry_key(key)] = value
         return self
 
-    def to_tensordict(self) -> TensorDictBase:
-        """The entries as a TensorDict of ``batch_size`` (nested keys become sub-tensordicts).
+    def to_tensordict(self, groups: GroupDims = ()) -> TensorDictBase:
+        """The entries as a TensorDict of ``batch_size`` (nested keys become sub-tensordicts,
+        a group of ``groups`` with its own dims after the batch's: :func:`shape_groups`).
 
         Examples:
             >>> StepValues({("a", "b"): torch.zeros(2, 1)}, torch.Size([2])).to_tensordict()["a"].batch_size
+            torch.Size([2])
+            >>> values = StepValues({("a", "b"): torch.zeros(2, 1)}, torch.Size([]))
+            >>> values.to_tensordict([(("a",), torch.Size([2]))])["a"].batch_size
             torch.Size([2])
         """
         nested: dict[str, Any] = {}
@@ -210,7 +238,7 @@ class StepValues:
             for part in key[:-1]:
                 level = level.setdefault(part, {})
             level[key[-1]] = value
-        return TensorDict(nested, batch_size=self.batch_size, device=self.device)
+        return shape_groups(TensorDict(nested, batch_size=self.batch_size, device=self.device), groups)
 
     def __repr__(self) -> str:
         return f"StepValues(keys={list(self.entries)}, batch_size={self.batch_size})"

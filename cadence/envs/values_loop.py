@@ -33,9 +33,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from cadence.data import Composite, NonTensor
+from cadence.data import NonTensor
 from cadence.envs.simulator_values_step import SimulatorValuesStep
-from cadence.envs.step_values import StepValues, any_done
+from cadence.envs.step_values import StepValues, any_done, shape_groups
 from cadence.envs.utils import action_in_spec_dtype
 
 if TYPE_CHECKING:  # pragma: no cover - type hints only (the env core imports this module)
@@ -117,7 +117,7 @@ class ValuesLoop:
         self._resets = simulator_step if simulator_step is not None and simulator_step.resets else None
         # step_mdp's rule: the step's results leave "next", the action and rewards stay behind
         self._dropped = {"next", *action_keys, *self._rewards}
-        self._group_dims = _group_dims(env)
+        self._group_dims = env._group_dims()
 
     @staticmethod
     def entries(td: TensorDictBase) -> Entries:
@@ -368,29 +368,10 @@ class ValuesLoop:
         entries["next"] = next_entries
         if extra:
             entries.update(extra)
-        batch_size = torch.Size([*env.batch_size, steps])
-        out = TensorDict(entries, batch_size=batch_size)
-        # a group of agents has a dim of its own after the batch's: its entries' batch size
-        # follows its spec, as stacking the steps' tensordicts gives it
-        for key, dims in self._group_dims:
-            for part in (out, out.get("next", None)):
-                group = None if part is None else part.get(key, None)
-                if isinstance(group, TensorDictBase):
-                    group.batch_size = torch.Size([*batch_size, *dims])
+        # a group of agents keeps its own dim after the batch's and the time dim
+        out = shape_groups(TensorDict(entries, batch_size=torch.Size([*env.batch_size, steps])), self._group_dims)
         out.names = [None] * env.batch_dims + ["time"]
         return out
-
-
-def _group_dims(env: EnvBase) -> list[tuple[tuple[str, ...], torch.Size]]:
-    """The nested entries whose specs have dims after the env's batch dims (groups of
-    agents), outer ones first, with those dims."""
-    found: dict[tuple[str, ...], torch.Size] = {}
-    for spec in (env.full_observation_spec, env.full_done_spec, env.full_reward_spec, env.full_action_spec,
-                 env.full_state_spec):
-        for key, leaf in spec.items(True, False):
-            if isinstance(leaf, Composite) and len(leaf.shape) > env.batch_dims:
-                found[key if isinstance(key, tuple) else (key,)] = leaf.shape[env.batch_dims:]
-    return sorted(found.items(), key=lambda item: len(item[0]))
 
 
 class Recording:

@@ -107,19 +107,26 @@ def bounds_of(spec: Bounded) -> tuple[torch.Tensor, torch.Tensor]:
     return low, high
 
 
+def _projected(value: torch.Tensor, spec: TensorSpec | None) -> torch.Tensor:
+    """``value`` projected into ``spec`` (``None``: left as it is): clamped into a Bounded
+    spec's bounds (two ops, cheaper than asking first), any other spec's ``project`` where
+    the value lies outside it."""
+    if spec is None:
+        return value
+    if isinstance(spec, Bounded):
+        low, high = bounds_of(spec)
+        return torch.maximum(torch.minimum(value, high.to(value.device)), low.to(value.device))
+    return value if spec.is_in(value) else spec.project(value)
+
+
 def _project(tensordict: TensorDictBase, spec: Composite, keys: Sequence[NestedKey]) -> None:
     """Writes back each key's value projected into its spec, where it lies outside."""
     for key in keys:
-        leaf = _spec_leaf(spec, key)
         value = tensordict.get(key, None)
-        if leaf is None or value is None or leaf.is_in(value):
-            continue
-        if isinstance(leaf, Bounded):
-            low, high = bounds_of(leaf)
-            value = torch.maximum(torch.minimum(value, high.to(value.device)), low.to(value.device))
-        else:
-            value = leaf.project(value)
-        tensordict.set(key, value)
+        if value is not None:
+            projected = _projected(value, _spec_leaf(spec, key))
+            if projected is not value:
+                tensordict.set(key, projected)
 
 
 class _HoldsSpec:

@@ -35,8 +35,8 @@ import torch
 from tensordict import TensorDictBase
 from tensordict.nn import InteractionType, TensorDictModuleBase, interaction_type, set_interaction_type
 
-from cadence.data import Bounded, Categorical, OneHot, TensorSpec
-from cadence.modules.actors import _as_composite, _HoldsSpec, _spec_leaf, bounds_of
+from cadence.data import Categorical, OneHot, TensorSpec
+from cadence.modules.actors import _as_composite, _HoldsSpec, _projected, _spec_leaf
 
 __all__ = [
     "DEFAULT_EXPLORATION_TYPE",
@@ -76,17 +76,6 @@ def exploration_type() -> InteractionType:
     """
     current = interaction_type()
     return DEFAULT_EXPLORATION_TYPE if current is None else current
-
-
-def _projected(action: torch.Tensor, spec: TensorSpec | None) -> torch.Tensor:
-    """``action`` projected into ``spec`` (``None``: left as it is): clamped into a Bounded
-    spec's bounds, any other spec's ``project`` where the action lies outside it."""
-    if spec is None:
-        return action
-    if isinstance(spec, Bounded):
-        low, high = bounds_of(spec)
-        return torch.maximum(torch.minimum(action, high.to(action.device)), low.to(action.device))
-    return action if spec.is_in(action) else spec.project(action)
 
 
 def _linear_anneal(current: float, start: float, end: float, num_steps: int, frames: int) -> float:

@@ -213,7 +213,6 @@ class ChessEnv(EnvBase):
         self.action_spec = Categorical(n_moves, shape=(), dtype=torch.int64, device=device)
         self.reward_spec = Unbounded(shape=(1,), dtype=torch.float32, device=device)
 
-
     # ------------------------------------------------------------------ positions
     def _pgn(self, board: Any) -> str:
         return str(self._chess.pgn.Game.from_board(board))

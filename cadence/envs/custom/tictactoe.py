@@ -211,7 +211,6 @@ class TicTacToeEnv(EnvBase):
             done=flag, terminated=flag.clone(), truncated=flag.clone(), shape=shape, device=device
         )
 
-
     # ------------------------------------------------------------------ reset
     def _reset(self, tensordict: TensorDictBase | None = None, **kwargs: object) -> TensorDictBase:
         batch = tensordict.batch_size if tensordict is not None else self.batch_size

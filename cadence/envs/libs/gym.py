@@ -379,14 +379,15 @@ class GymWrapper(GymLikeEnv):
         return obs, info
 
     def _reset_sub_envs(self, reset_mask: np.ndarray, seed: Any = None, options: Any = None) -> np.ndarray:
-        """The sub-envs at ``reset_mask`` reset (seeds as the vector env's ``reset`` reads
-        them), the others where they stand: the batch of observations."""
+        """The sub-envs at ``reset_mask`` reset (seeds and options as the vector env's masked
+        ``reset`` hands them on), the others where they stand: the batch of observations."""
         if self._pending_seed is not None:  # the seed given to set_seed goes to the first reset
             seed, self._pending_seed = self._pending_seed, None
         count = len(self._sub_env_obs)
         seeds = [seed + i for i in range(count)] if isinstance(seed, int) else seed if seed is not None else [None] * count
         for i in np.flatnonzero(reset_mask):
-            self._sub_env_obs[i], _ = self._sub_envs[i].reset(seed=seeds[i], options=options)  # type: ignore[index]
+            self._sub_env_obs[i], _ = self._sub_envs[i].reset(  # type: ignore[index]
+                seed=seeds[i], options={} if options is None else options)
         return np.stack(self._sub_env_obs)
 
     def _step_sub_envs(self, action: Any) -> tuple[Any, Any, Any, Any, Any]:

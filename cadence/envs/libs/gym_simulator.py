@@ -197,13 +197,8 @@ class GymSimulator(ArraySimulator):
 
     def reset_done(self, done: np.ndarray, obs: Any) -> Any:
         """The protocol's ``reset_done``: the done sub-envs of a vector env reset, or the one env."""
-        if self._sub_envs is not None:
-            current = self.wrapper._sub_env_obs
-            obs = np.array(obs)  # the step's observation may be a row of the caller's arrays: left as it is
-            for i in np.flatnonzero(done):  # as the vector env's masked reset does, sub-env by sub-env
-                current[i], _ = self._sub_envs[i].reset(seed=None, options={})
-                obs[i] = current[i]
-            return obs
+        if self._sub_envs is not None:  # the wrapper's masked reset, sub-env by sub-env
+            return self.wrapper._reset_sub_envs(done)
         if self.is_vector:
             return self.wrapper._env.reset(options={"reset_mask": done})[0]
         return self.wrapper._env.reset()[0]

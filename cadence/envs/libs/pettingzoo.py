@@ -46,6 +46,7 @@ from cadence._utils import quoted
 from cadence.data import Categorical, Composite, MultiOneHot, OneHot, TensorSpec, Unbounded
 from cadence.data.specs import holds_ragged
 from cadence.envs.common import EnvBase
+from cadence.envs.env_specs import as_tuple_key
 from cadence.envs.libs.gym import _action_converter, space_to_spec
 from cadence.envs.marl_grouping import MarlGroupMapType, check_marl_grouping
 from cadence.envs.step_values import StepValues
@@ -347,7 +348,7 @@ class PettingZooWrapper(EnvBase):
                 continue
             for name, entry in value.items():
                 if isinstance(entry, TensorDictBase):  # an info, or an observation of several entries
-                    values.update(((key, name, *_as_tuple(sub)), leaf) for sub, leaf in entry.items(True, True))
+                    values.update(((key, name, *as_tuple_key(sub)), leaf) for sub, leaf in entry.items(True, True))
                 else:
                     values[(key, name)] = entry
         return StepValues(values, self.batch_size, self.device)
@@ -533,10 +534,6 @@ class PettingZooWrapper(EnvBase):
 _NO_DIMS = torch.Size(())
 _FLAG = {False: torch.zeros(1, dtype=torch.bool), True: torch.ones(1, dtype=torch.bool)}
 _tensordict = getattr(TensorDict, "_new_unsafe", TensorDict)  # the entries are built right: skip the checks
-
-
-def _as_tuple(key: Any) -> tuple[str, ...]:
-    return key if type(key) is tuple else (key,)
 
 
 def _from_numpy(array: np.ndarray, device: Any) -> torch.Tensor:

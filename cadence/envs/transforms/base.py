@@ -560,7 +560,7 @@ class TransformedEnv(EnvBase):
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         if self._values_step_applies() and tensordict.get("next", None) is None:
             # the transforms on the step's tensors, one TensorDict built at the end
-            return self._step_values(tensordict).to_tensordict()
+            return self._step_values(tensordict).to_tensordict(self._group_dims())
         data = self.transform.inv(tensordict.copy())
         next_tensordict = self.base_env.step(data).get("next")
         return self.transform._step(data, next_tensordict)

@@ -22,6 +22,7 @@ from cadence.envs import (  # noqa: E402
     ParallelEnv,
     Resize,
     SerialEnv,
+    StepCounter,
     ToTensorImage,
     TransformedEnv,
     check_env_specs,
@@ -86,6 +87,15 @@ def test_rollout_on_values_equals_the_tensordict_loop(make) -> None:
         env.set_seed(4)
         results.append(env.rollout(40, break_when_any_done=False, callback=callback))
     assert_same_rollout(*results)
+
+
+def test_a_transformed_step_on_values_keeps_the_groups_agent_dim() -> None:
+    # the transforms run on the step's entries; the TensorDict built at the end gives the
+    # group its agent dim, as the base env's own step does
+    env = TransformedEnv(_spread(seed=0), StepCounter(10))
+    out = env.step(env.rand_action(env.reset()))
+    assert out["next", "agent"].batch_size == (3,) and out["agent"].batch_size == (3,)
+    assert out["next", "agent", "observation"].shape == (3, 18)
 
 
 def test_group_maps() -> None:
