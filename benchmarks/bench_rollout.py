@@ -1,7 +1,6 @@
 """Rollout speed of CartPole-v1: bare gymnasium vs Cadence vs the reference library.
 
-Two cases, each measured in alternating rounds so that drifts of the machine hit every
-contender alike:
+Four cases, each measured in every round:
 
 * ``single``: one env. A bare gymnasium loop (``action_space.sample()``, reset when done)
   against ``GymEnv("CartPole-v1").rollout(steps, break_when_any_done=False)`` in Cadence
@@ -11,20 +10,24 @@ contender alike:
   libraries (the same number of env steps in total).
 * ``transforms``: Pendulum-v1 through ``Compose(StepCounter(200), RewardSum(), InitTracker(),
   DoubleToFloat(), ObservationNorm(...))``, random actions, against a bare Pendulum loop.
-* ``policy``: one env driven by a small MLP (4-64-2, greedy one-hot action) under
-  ``torch.no_grad()``. The bare loop calls the same ``torch.nn`` module on each
-  observation; Cadence and torchrl get it as a ``TensorDictModule`` chain and run
+* ``policy``: one env driven by a small MLP (4-64-2 action values) under ``torch.no_grad()``.
+  The bare loop calls the same ``torch.nn`` module on each observation and steps with its
+  argmax; Cadence and torchrl get it as ``TensorDictSequential(TensorDictModule(mlp,
+  ["observation"], ["action_value"]), QValueModule(spec=env.action_spec))`` and run
   ``rollout(steps, policy, break_when_any_done=False)``.
 
-Cadence and the bare loops run in this process. torchrl pins another tensordict, so it runs
+Cadence and the bare loop of a case run in this process, built and warmed up once per
+round, then timed in ``--blocks`` blocks that alternate between the two (so that the
+machine's drifts, or another guest's load on a shared host, hit both alike; one long run
+each let the ratio move by 1.5x between rounds). torchrl pins another tensordict, so it runs
 in its own virtual environment, the one ``../shared/tools/reference-venv.sh`` prints (from the
-repository root), one subprocess per measurement; only the rollout itself is timed there
-too. Each figure is the median over the rounds.
+repository root), one subprocess per round; only the rollout itself is timed there. Each
+figure is the median over the rounds.
 
 Usage::
 
     python benchmarks/bench_rollout.py [--steps 20000] [--rounds 3] [--num-envs 8] [--policy-steps 5000]
-                                       [--skip-reference]
+                                       [--blocks 10] [--skip-reference]
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 REFERENCE_VENV_SCRIPT = REPO_ROOT / ".." / "shared" / "tools" / "reference-venv.sh"
+#: A contender built and ready: ``run(steps)`` advances it by ``steps`` env steps.
+Runner = Callable[[int], None]
 ENV_ID = "CartPole-v1"
 WARMUP_STEPS = 200
 
@@ -66,10 +71,10 @@ env.set_seed(seed)
 policy = None
 if with_policy:
     net = torch.nn.Sequential(torch.nn.Linear(4, 64), torch.nn.Tanh(), torch.nn.Linear(64, 2))
+    from torchrl.modules import QValueModule
     policy = TensorDictSequential(
-        TensorDictModule(net, in_keys=["observation"], out_keys=["logits"]),
-        TensorDictModule(lambda x: torch.nn.functional.one_hot(x.argmax(-1), 2).bool(),
-                         in_keys=["logits"], out_keys=["action"]),
+        TensorDictModule(net, in_keys=["observation"], out_keys=["action_value"]),
+        QValueModule(spec=env.action_spec),
     )
 n = steps // max(num_envs, 1)
 with torch.no_grad():
@@ -82,28 +87,26 @@ print(json.dumps({{"steps_per_s": n * max(num_envs, 1) / elapsed}}))
 """.format(env_id=ENV_ID, warmup=WARMUP_STEPS)
 
 
-def bare_pendulum(steps: int, seed: int) -> float:
-    """Steps per second of a plain gymnasium Pendulum-v1 loop with random actions."""
+def bare_pendulum(seed: int) -> Runner:
+    """A plain gymnasium Pendulum-v1 loop with random actions."""
     import gymnasium
 
     env = gymnasium.make("Pendulum-v1")
     env.reset(seed=seed)
     env.action_space.seed(seed)
     sample, step, reset = env.action_space.sample, env.step, env.reset
-    for _ in range(WARMUP_STEPS):
-        step(sample())
-    start = time.perf_counter()
-    for _ in range(steps):
-        _, _, terminated, truncated, _ = step(sample())
-        if terminated or truncated:
-            reset()
-    elapsed = time.perf_counter() - start
-    env.close()
-    return steps / elapsed
+
+    def run(steps: int) -> None:
+        for _ in range(steps):
+            _, _, terminated, truncated, _ = step(sample())
+            if terminated or truncated:
+                reset()
+
+    return run
 
 
-def cadence_transform_chain(steps: int, seed: int) -> float:
-    """Steps per second of a rollout through the issue's five-transform chain on Pendulum-v1."""
+def cadence_transform_chain(seed: int) -> Runner:
+    """A rollout through the issue's five-transform chain on Pendulum-v1."""
     import torch
 
     from cadence.envs import GymEnv
@@ -123,23 +126,22 @@ def cadence_transform_chain(steps: int, seed: int) -> float:
     )
     env = TransformedEnv(GymEnv("Pendulum-v1"), chain)
     env.set_seed(seed)
-    env.rollout(WARMUP_STEPS, break_when_any_done=False)
-    start = time.perf_counter()
-    env.rollout(steps, break_when_any_done=False)
-    elapsed = time.perf_counter() - start
-    env.close()
-    return steps / elapsed
+
+    def run(steps: int) -> None:
+        env.rollout(steps, break_when_any_done=False)
+
+    return run
 
 
 def make_net() -> Any:
-    """The policy network of the ``policy`` case: 4-64-2 logits for CartPole."""
+    """The policy network of the ``policy`` case: 4-64-2 action values for CartPole."""
     import torch
 
     return torch.nn.Sequential(torch.nn.Linear(4, 64), torch.nn.Tanh(), torch.nn.Linear(64, 2))
 
 
-def bare_single(steps: int, seed: int) -> float:
-    """Steps per second of a plain gymnasium loop with random actions."""
+def bare_single(seed: int) -> Runner:
+    """A plain gymnasium loop with random actions."""
     import gymnasium
 
     env = gymnasium.make(ENV_ID)
@@ -147,94 +149,94 @@ def bare_single(steps: int, seed: int) -> float:
     env.action_space.seed(seed)
     sample, step, reset = env.action_space.sample, env.step, env.reset
 
-    def run(n: int) -> None:
-        for _ in range(n):
+    def run(steps: int) -> None:
+        for _ in range(steps):
             _, _, terminated, truncated, _ = step(sample())
             if terminated or truncated:
                 reset()
 
-    run(WARMUP_STEPS)
-    start = time.perf_counter()
-    run(steps)
-    elapsed = time.perf_counter() - start
-    env.close()
-    return steps / elapsed
+    return run
 
 
-def bare_batched(steps: int, seed: int, num_envs: int) -> float:
-    """Steps per second (env steps, all envs counted) of a SyncVectorEnv loop."""
+def bare_batched(seed: int, num_envs: int) -> Runner:
+    """A SyncVectorEnv loop (env steps counted over all envs)."""
     import gymnasium
 
     envs = gymnasium.vector.SyncVectorEnv([lambda: gymnasium.make(ENV_ID) for _ in range(num_envs)])
     envs.reset(seed=seed)
     envs.action_space.seed(seed)
     sample, step = envs.action_space.sample, envs.step  # the vector env resets done envs itself
-    n = steps // num_envs
 
-    def run(iterations: int) -> None:
-        for _ in range(iterations):
+    def run(steps: int) -> None:
+        for _ in range(steps // num_envs):
             step(sample())
 
-    run(max(1, WARMUP_STEPS // num_envs))
-    start = time.perf_counter()
-    run(n)
-    elapsed = time.perf_counter() - start
-    envs.close()
-    return n * num_envs / elapsed
+    return run
 
 
-def bare_policy(steps: int, seed: int) -> float:
-    """Steps per second of a plain gymnasium loop calling the policy network on each observation."""
+def bare_policy(seed: int) -> Runner:
+    """A plain gymnasium loop calling the policy network on each observation, the action its argmax."""
     import gymnasium
     import torch
 
     net = make_net()
     env = gymnasium.make(ENV_ID)
-    obs, _ = env.reset(seed=seed)
+    obs = env.reset(seed=seed)[0]
     step, reset = env.step, env.reset
 
-    def run(n: int, obs: Any) -> Any:
-        for _ in range(n):
-            action = int(net(torch.from_numpy(obs)).argmax())
-            obs, _, terminated, truncated, _ = step(action)
-            if terminated or truncated:
-                obs, _ = reset()
-        return obs
+    def run(steps: int) -> None:
+        nonlocal obs
+        with torch.no_grad():
+            for _ in range(steps):
+                action = int(net(torch.from_numpy(obs)).argmax())
+                obs, _, terminated, truncated, _ = step(action)
+                if terminated or truncated:
+                    obs = reset()[0]
 
-    with torch.no_grad():
-        obs = run(WARMUP_STEPS, obs)
-        start = time.perf_counter()
-        run(steps, obs)
-        elapsed = time.perf_counter() - start
-    env.close()
-    return steps / elapsed
+    return run
 
 
-def cadence_rollout(steps: int, seed: int, num_envs: int, with_policy: bool = False) -> float:
-    """Steps per second of Cadence's ``GymEnv(...).rollout`` (random actions, or the MLP policy)."""
+def cadence_rollout(seed: int, num_envs: int, with_policy: bool = False) -> Runner:
+    """Cadence's ``GymEnv(...).rollout`` (random actions, or the MLP and ``QValueModule``)."""
     import torch
     from tensordict.nn import TensorDictModule, TensorDictSequential
 
     from cadence.envs.libs.gym import GymEnv
+    from cadence.modules import QValueModule
 
     env = GymEnv(ENV_ID, num_envs=num_envs) if num_envs > 1 else GymEnv(ENV_ID)
     env.set_seed(seed)
     policy = None
     if with_policy:
         policy = TensorDictSequential(
-            TensorDictModule(make_net(), in_keys=["observation"], out_keys=["logits"]),
-            TensorDictModule(
-                lambda x: torch.nn.functional.one_hot(x.argmax(-1), 2).bool(), in_keys=["logits"], out_keys=["action"]
-            ),
+            TensorDictModule(make_net(), in_keys=["observation"], out_keys=["action_value"]),
+            QValueModule(spec=env.action_spec),
         )
-    n = steps // max(num_envs, 1)
-    with torch.no_grad():
-        env.rollout(max(1, WARMUP_STEPS // max(num_envs, 1)), policy, break_when_any_done=False)
-        start = time.perf_counter()
-        env.rollout(n, policy, break_when_any_done=False)
-        elapsed = time.perf_counter() - start
-    env.close()
-    return n * max(num_envs, 1) / elapsed
+
+    def run(steps: int) -> None:
+        with torch.no_grad():
+            env.rollout(max(1, steps // num_envs), policy, break_when_any_done=False)
+
+    return run
+
+
+def measure(runners: dict[str, Runner], steps: int, blocks: int) -> dict[str, float]:
+    """Steps per second of each runner over ``steps`` steps, taken in ``blocks`` blocks that
+    alternate between the runners (the machine's drifts, or another guest's load on its
+    cores, then hit them alike); each runner is warmed up first."""
+    elapsed = dict.fromkeys(runners, 0.0)
+    for run in runners.values():
+        run(WARMUP_STEPS)
+    block = max(1, steps // blocks)
+    for index in range(blocks):
+        order = list(runners.items())
+        if index % 2:
+            order.reverse()
+        for who, run in order:
+            start = time.perf_counter()
+            run(block)
+            elapsed[who] += time.perf_counter() - start
+    return {who: block * blocks / seconds for who, seconds in elapsed.items()}
 
 
 def find_reference_python(explicit: str | None) -> tuple[str | None, str]:
@@ -285,12 +287,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--policy-steps", type=int, default=5_000, help="env steps of the policy case (default: %(default)s)"
     )
+    parser.add_argument(
+        "--blocks", type=int, default=10, help="alternating blocks per measurement (default: %(default)s)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--skip-reference", action="store_true", help="do not run torchrl")
     parser.add_argument("--reference-python", default=None, help="python of a venv holding torchrl 0.14.1")
     args = parser.parse_args(argv)
-    if args.steps < args.num_envs or args.rounds < 1 or args.num_envs < 2:
-        parser.error("need --steps >= --num-envs, --rounds >= 1 and --num-envs >= 2")
+    if args.steps < args.num_envs * args.blocks or args.rounds < 1 or args.num_envs < 2 or args.blocks < 1:
+        parser.error("need --steps >= --num-envs * --blocks, --rounds >= 1, --num-envs >= 2 and --blocks >= 1")
 
     import gymnasium
     import torch
@@ -307,39 +312,40 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{ENV_ID}, {args.steps} env steps per measurement, {args.rounds} rounds, medians shown")
     print()
 
-    cases: dict[str, dict[str, Callable[[], float]]] = {
-        "single": {
-            "bare": lambda: bare_single(args.steps, args.seed),
-            "cadence": lambda: cadence_rollout(args.steps, args.seed, 1),
-        },
-        f"batched x{args.num_envs}": {
-            "bare": lambda: bare_batched(args.steps, args.seed, args.num_envs),
-            "cadence": lambda: cadence_rollout(args.steps, args.seed, args.num_envs),
-        },
-        "policy": {
-            "bare": lambda: bare_policy(args.policy_steps, args.seed),
-            "cadence": lambda: cadence_rollout(args.policy_steps, args.seed, 1, with_policy=True),
-        },
-        "transforms": {
-            "bare": lambda: bare_pendulum(args.policy_steps, args.seed),
-            "cadence": lambda: cadence_transform_chain(args.policy_steps, args.seed),
-        },
+    # each case: its in-process contenders (built once per round, measured in alternating
+    # blocks) and its steps; torchrl runs in its own process, once per round
+    cases: dict[str, tuple[dict[str, Callable[[], Runner]], int]] = {
+        "single": ({"bare": lambda: bare_single(args.seed), "cadence": lambda: cadence_rollout(args.seed, 1)},
+                   args.steps),
+        f"batched x{args.num_envs}": (
+            {"bare": lambda: bare_batched(args.seed, args.num_envs),
+             "cadence": lambda: cadence_rollout(args.seed, args.num_envs)},
+            args.steps,
+        ),
+        "policy": ({"bare": lambda: bare_policy(args.seed),
+                    "cadence": lambda: cadence_rollout(args.seed, 1, with_policy=True)}, args.policy_steps),
+        "transforms": ({"bare": lambda: bare_pendulum(args.seed),
+                        "cadence": lambda: cadence_transform_chain(args.seed)}, args.policy_steps),
     }
+    references: dict[str, Callable[[], float]] = {}
     if reference:
-        cases["single"]["torchrl"] = lambda: reference_rollout(reference, args.steps, args.seed, 1)
-        cases[f"batched x{args.num_envs}"]["torchrl"] = lambda: reference_rollout(
-            reference, args.steps, args.seed, args.num_envs
-        )
-        cases["policy"]["torchrl"] = lambda: reference_rollout(reference, args.policy_steps, args.seed, 1, True)
-        cases["transforms"]["torchrl"] = lambda: reference_rollout(
-            reference, args.policy_steps, args.seed, 1, chain=True
-        )
+        references = {
+            "single": lambda: reference_rollout(reference, args.steps, args.seed, 1),
+            f"batched x{args.num_envs}": lambda: reference_rollout(reference, args.steps, args.seed, args.num_envs),
+            "policy": lambda: reference_rollout(reference, args.policy_steps, args.seed, 1, True),
+            "transforms": lambda: reference_rollout(reference, args.policy_steps, args.seed, 1, chain=True),
+        }
 
-    results: dict[str, dict[str, list[float]]] = {case: {who: [] for who in runs} for case, runs in cases.items()}
+    results: dict[str, dict[str, list[float]]] = {
+        case: {who: [] for who in (*makers, *(["torchrl"] if case in references else []))}
+        for case, (makers, _) in cases.items()
+    }
     for round_index in range(args.rounds):
-        for case, runs in cases.items():
-            for who, run in runs.items():
-                speed = run()
+        for case, (makers, steps) in cases.items():
+            speeds = measure({who: make() for who, make in makers.items()}, steps, args.blocks)
+            if case in references:
+                speeds["torchrl"] = references[case]()
+            for who, speed in speeds.items():
                 results[case][who].append(speed)
                 print(f"round {round_index + 1}/{args.rounds}  {case:<12} {who:<8} {speed:12,.0f} steps/s", flush=True)
     print()

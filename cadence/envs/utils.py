@@ -24,6 +24,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from cadence.data import Composite, Stacked, TensorSpec, Unbounded
+from cadence.data.dtypes import cast
 from cadence.envs.env_specs import as_tuple_key
 from cadence.envs.marl_grouping import MarlGroupMapType, check_marl_grouping  # the reference's home for them too
 # TorchRL's users import them from here; they live with the exploration modules, in the policies' layer
@@ -405,7 +406,7 @@ def action_in_spec_dtype(action: torch.Tensor, spec: TensorSpec, key: Any = "act
     if action.dtype == spec.dtype:
         return action
     if action.dtype.is_floating_point == spec.dtype.is_floating_point and not action.is_complex():
-        return action.to(spec.dtype)
+        return cast(action, spec.dtype)
     raise TypeError(f"Action {key!r}: expected dtype {spec.dtype} (spec {spec}), got {action.dtype}.")
 
 

@@ -36,6 +36,7 @@ from tensordict.nn import (
 from torch import nn
 
 from cadence.data import Bounded, Categorical, Composite, OneHot, TensorSpec
+from cadence.data.dtypes import cast
 from cadence.modules.distributions import Delta, TanhDelta, TanhNormal
 
 __all__ = [
@@ -535,14 +536,17 @@ class QValueModule(TensorDictModuleBase):
             >>> action.tolist(), chosen.tolist()
             ([[0, 1]], [[3.0]])
         """
-        scores = values if mask is None else values.masked_fill(~mask.bool(), float("-inf"))
-        index = scores.argmax(-1)
+        if mask is None:  # the best value and its index in one op
+            chosen, index = values.max(-1)
+            chosen = chosen.unsqueeze(-1)
+        else:  # a masked action's value stays what it is; only the argmax skips it
+            index = values.masked_fill(~mask.bool(), float("-inf")).argmax(-1)
+            chosen = values.gather(-1, index.unsqueeze(-1))
         if self.action_space == "one_hot":
-            action = torch.nn.functional.one_hot(index, values.shape[-1]).to(self._action_dtype)
+            action = torch.nn.functional.one_hot(index, values.shape[-1])
         else:
             action = index.unsqueeze(-1) if self._keep_dim else index
-            action = action.to(self._action_dtype)
-        return action, values.gather(-1, index.unsqueeze(-1))
+        return cast(action, self._action_dtype), chosen
 
 
 class QValueActor(_HoldsSpec, TensorDictSequential):

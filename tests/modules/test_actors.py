@@ -229,6 +229,14 @@ def test_dqn_hello_world_policies_and_gym_specs_agree() -> None:
         assert data["action"].sum(-1).eq(1).all()
 
 
+def test_qvalue_module_takes_the_first_of_tied_best_actions() -> None:
+    # as torch.argmax: the first index among equal best values, its value the chosen one
+    module = QValueModule(action_space="one_hot")
+    action, chosen = module.greedy(torch.tensor([[2.0, 5.0, 5.0], [7.0, 7.0, 1.0]]))
+    assert action.tolist() == [[0, 1, 0], [1, 0, 0]]
+    assert chosen.tolist() == [[5.0], [7.0]]
+
+
 def test_qvalue_actor_respects_action_mask() -> None:
     net = nn.Linear(3, 4)
     mask = torch.tensor([[True, False, False, True]]).expand(32, 4)
