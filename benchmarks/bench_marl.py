@@ -1,6 +1,6 @@
 """Multi-agent rollout speed: PettingZoo and VMAS, bare vs Cadence vs the reference library.
 
-Cases (each measured in alternating rounds, medians shown):
+Cases (each measured in every round, medians shown):
 
 * ``pettingzoo random``: MPE ``simple_spread_v3`` (3 agents, 25-step episodes, the
   parallel API). The bare loop samples each agent's action space and calls
@@ -17,12 +17,14 @@ Cases (each measured in alternating rounds, medians shown):
 Cadence and the bare loops run in this process, the reference (torchrl 0.14.1) in its own
 virtual environment (``../shared/tools/reference-venv.sh``; it needs ``pettingzoo``,
 ``mpe2`` and ``vmas`` there: ``<its python> -m pip install pettingzoo mpe2 vmas``), one
-subprocess per measurement. Only the stepping is timed. One torch thread everywhere.
+subprocess per round. Only the stepping is timed. One torch thread everywhere. Cadence and the
+bare loop of a case are built once per round and timed in ``--blocks`` blocks that alternate
+between the two (``bench_rollout.measure``), so that the machine's drifts hit both alike.
 
 Usage::
 
     python benchmarks/bench_marl.py [--steps 3000] [--vmas-steps 60] [--vmas-envs 1024] [--rounds 3]
-                                    [--skip-reference]
+                                    [--blocks 10] [--skip-reference]
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_rollout import find_reference_python  # noqa: E402 - the shared way to find torchrl's venv
+from bench_rollout import Runner, find_reference_python, measure  # noqa: E402 - shared with the rollout bench
 
 WARMUP = 50
 
@@ -86,41 +88,37 @@ def balance_net(seed: int):  # noqa: ANN201
     return torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.Tanh(), torch.nn.Linear(64, 2))
 
 
-def bare_pettingzoo(steps: int, seed: int, with_policy: bool) -> float:
-    """Env steps per second of a plain PettingZoo parallel loop."""
+def bare_pettingzoo(seed: int, with_policy: bool) -> Runner:
+    """A plain PettingZoo parallel loop."""
     import numpy as np
     import torch
     from mpe2 import simple_spread_v3
 
     env = simple_spread_v3.parallel_env(N=3, max_cycles=25)
-    observations, _ = env.reset(seed=seed)
+    observations = env.reset(seed=seed)[0]
     for i, agent in enumerate(env.possible_agents):
         env.action_space(agent).seed(seed + i)
     net = spread_net(seed) if with_policy else None
 
-    def run(n: int, observations: dict) -> dict:
-        for _ in range(n):
-            if net is None:
-                actions = {agent: env.action_space(agent).sample() for agent in env.agents}
-            else:
-                obs = torch.from_numpy(np.stack([observations[agent] for agent in env.agents]))
-                chosen = net(obs).argmax(-1).tolist()
-                actions = dict(zip(env.agents, chosen))
-            observations, _, terminated, truncated, _ = env.step(actions)
-            if any(terminated.values()) or any(truncated.values()):
-                observations, _ = env.reset()
-        return observations
+    def run(steps: int) -> None:
+        nonlocal observations
+        with torch.no_grad():
+            for _ in range(steps):
+                if net is None:
+                    actions = {agent: env.action_space(agent).sample() for agent in env.agents}
+                else:
+                    obs = torch.from_numpy(np.stack([observations[agent] for agent in env.agents]))
+                    chosen = net(obs).argmax(-1).tolist()
+                    actions = dict(zip(env.agents, chosen))
+                observations, _, terminated, truncated, _ = env.step(actions)
+                if any(terminated.values()) or any(truncated.values()):
+                    observations = env.reset()[0]
 
-    with torch.no_grad():
-        observations = run(WARMUP, observations)
-        start = time.perf_counter()
-        run(steps, observations)
-        elapsed = time.perf_counter() - start
-    return steps / elapsed
+    return run
 
 
-def cadence_pettingzoo(steps: int, seed: int, with_policy: bool) -> float:
-    """Env steps per second of ``PettingZooEnv("simple_spread_v3").rollout``."""
+def cadence_pettingzoo(seed: int, with_policy: bool) -> Runner:
+    """``PettingZooEnv("simple_spread_v3").rollout``."""
     import torch
     from tensordict.nn import TensorDictModule
 
@@ -133,16 +131,16 @@ def cadence_pettingzoo(steps: int, seed: int, with_policy: bool) -> float:
         policy = TensorDictModule(
             lambda obs: net(obs).argmax(-1), in_keys=[("agent", "observation")], out_keys=[("agent", "action")]
         )
-    with torch.no_grad():
-        env.rollout(WARMUP, policy, break_when_any_done=False)
-        start = time.perf_counter()
-        env.rollout(steps, policy, break_when_any_done=False)
-        elapsed = time.perf_counter() - start
-    return steps / elapsed
+
+    def run(steps: int) -> None:
+        with torch.no_grad():
+            env.rollout(steps, policy, break_when_any_done=False)
+
+    return run
 
 
-def bare_vmas(steps: int, seed: int, num_envs: int, with_policy: bool) -> float:
-    """Env steps per second (all envs counted) of stepping VMAS directly."""
+def bare_vmas(seed: int, num_envs: int, with_policy: bool) -> Runner:
+    """Stepping VMAS directly (``run(steps)`` takes ``steps // num_envs`` batched steps)."""
     import torch
     import vmas
 
@@ -150,31 +148,27 @@ def bare_vmas(steps: int, seed: int, num_envs: int, with_policy: bool) -> float:
     observations = env.reset()
     net = balance_net(seed) if with_policy else None
 
-    def run(n: int, observations: list) -> list:
-        for _ in range(n):
-            if net is None:
-                actions = [env.get_random_action(agent) for agent in env.agents]
-            else:
-                actions = list(torch.tanh(net(torch.stack(observations, 1))).unbind(1))
-            observations, _, dones, _ = env.step(actions)
-            if dones.any():
-                for index in dones.nonzero().reshape(-1).tolist():
-                    env.reset_at(index, return_observations=False)
-                observations = env.get_from_scenario(
-                    get_observations=True, get_rewards=False, get_infos=False, get_dones=False
-                )[0]
-        return observations
+    def run(steps: int) -> None:
+        nonlocal observations
+        with torch.no_grad():
+            for _ in range(max(1, steps // num_envs)):
+                if net is None:
+                    actions = [env.get_random_action(agent) for agent in env.agents]
+                else:
+                    actions = list(torch.tanh(net(torch.stack(observations, 1))).unbind(1))
+                observations, _, dones, _ = env.step(actions)
+                if dones.any():
+                    for index in dones.nonzero().reshape(-1).tolist():
+                        env.reset_at(index, return_observations=False)
+                    observations = env.get_from_scenario(
+                        get_observations=True, get_rewards=False, get_infos=False, get_dones=False
+                    )[0]
 
-    with torch.no_grad():
-        observations = run(max(2, WARMUP // num_envs), observations)
-        start = time.perf_counter()
-        run(steps, observations)
-        elapsed = time.perf_counter() - start
-    return steps * num_envs / elapsed
+    return run
 
 
-def cadence_vmas(steps: int, seed: int, num_envs: int, with_policy: bool) -> float:
-    """Env steps per second (all envs counted) of ``VmasEnv("balance").rollout``."""
+def cadence_vmas(seed: int, num_envs: int, with_policy: bool) -> Runner:
+    """``VmasEnv("balance").rollout`` (``run(steps)`` takes ``steps // num_envs`` batched steps)."""
     import torch
     from tensordict.nn import TensorDictModule
 
@@ -187,12 +181,12 @@ def cadence_vmas(steps: int, seed: int, num_envs: int, with_policy: bool) -> flo
         policy = TensorDictModule(
             lambda obs: torch.tanh(net(obs)), in_keys=[("agents", "observation")], out_keys=[("agents", "action")]
         )
-    with torch.no_grad():
-        env.rollout(max(2, WARMUP // num_envs), policy, break_when_any_done=False)
-        start = time.perf_counter()
-        env.rollout(steps, policy, break_when_any_done=False)
-        elapsed = time.perf_counter() - start
-    return steps * num_envs / elapsed
+
+    def run(steps: int) -> None:
+        with torch.no_grad():
+            env.rollout(max(1, steps // num_envs), policy, break_when_any_done=False)
+
+    return run
 
 
 def reference(python: str, case: str, steps: int, seed: int, with_policy: bool, num_envs: int = 1) -> float:
@@ -214,6 +208,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--vmas-steps", type=int, default=60, help="VMAS batched steps per measurement (default: %(default)s)")
     parser.add_argument("--vmas-envs", type=int, default=1024, help="VMAS envs simulated at once (default: %(default)s)")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default: %(default)s)")
+    parser.add_argument(
+        "--blocks", type=int, default=10, help="alternating blocks per measurement (default: %(default)s)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--skip-reference", action="store_true", help="do not run torchrl")
     parser.add_argument("--reference-python", default=None, help="python of a venv holding torchrl 0.14.1")
@@ -230,29 +227,37 @@ def main(argv: list[str] | None = None) -> int:
     print(f"simple_spread_v3 (N=3): {args.steps} steps; VMAS balance (5 agents): {args.vmas_steps} steps of "
           f"{args.vmas_envs} envs; {args.rounds} rounds, medians shown")
     print()
-    cases: dict[str, dict[str, Callable[[], float]]] = {}
+    # each case: its in-process contenders (built once per round, timed in alternating
+    # blocks), its env steps (VMAS counts every simulated env) and torchrl's run
+    cases: dict[str, tuple[dict[str, Callable[[], Runner]], int, Callable[[], float] | None]] = {}
+    vmas_steps = args.vmas_steps * args.vmas_envs
     for with_policy, label in ((False, "random"), (True, "policy")):
-        cases[f"pettingzoo {label}"] = {
-            "bare": lambda p=with_policy: bare_pettingzoo(args.steps, args.seed, p),
-            "cadence": lambda p=with_policy: cadence_pettingzoo(args.steps, args.seed, p),
-        }
-        cases[f"vmas {label}"] = {
-            "bare": lambda p=with_policy: bare_vmas(args.vmas_steps, args.seed, args.vmas_envs, p),
-            "cadence": lambda p=with_policy: cadence_vmas(args.vmas_steps, args.seed, args.vmas_envs, p),
-        }
-        if python:
-            cases[f"pettingzoo {label}"]["torchrl"] = lambda p=with_policy: reference(
-                python, "pettingzoo", args.steps // 4, args.seed, p
-            )
-            cases[f"vmas {label}"]["torchrl"] = lambda p=with_policy: reference(
-                python, "vmas", args.vmas_steps, args.seed, p, args.vmas_envs
-            )
+        cases[f"pettingzoo {label}"] = (
+            {"bare": lambda p=with_policy: bare_pettingzoo(args.seed, p),
+             "cadence": lambda p=with_policy: cadence_pettingzoo(args.seed, p)},
+            args.steps,
+            (lambda p=with_policy: reference(python, "pettingzoo", args.steps // 4, args.seed, p)) if python else None,
+        )
+        cases[f"vmas {label}"] = (
+            {"bare": lambda p=with_policy: bare_vmas(args.seed, args.vmas_envs, p),
+             "cadence": lambda p=with_policy: cadence_vmas(args.seed, args.vmas_envs, p)},
+            vmas_steps,
+            (lambda p=with_policy: reference(python, "vmas", args.vmas_steps, args.seed, p, args.vmas_envs))
+            if python else None,
+        )
     order = ["pettingzoo random", "pettingzoo policy", "vmas random", "vmas policy"]
-    results: dict[str, dict[str, list[float]]] = {case: {who: [] for who in cases[case]} for case in order}
+    results: dict[str, dict[str, list[float]]] = {
+        case: {who: [] for who in (*cases[case][0], *(["torchrl"] if cases[case][2] else []))} for case in order
+    }
     for _ in range(args.rounds):
         for case in order:
-            for who, run in cases[case].items():
-                results[case][who].append(run())
+            makers, steps, torchrl_run = cases[case]
+            blocks = args.blocks if case.startswith("pettingzoo") else min(args.blocks, max(1, args.vmas_steps // 6))
+            speeds = measure({who: make() for who, make in makers.items()}, steps, blocks)
+            if torchrl_run is not None:
+                speeds["torchrl"] = torchrl_run()
+            for who, speed in speeds.items():
+                results[case][who].append(speed)
     print(f"{'case':<20}{'bare':>12}{'cadence':>12}{'torchrl':>12}{'cadence/bare':>14}{'cadence/torchrl':>17}")
     for case in order:
         medians = {who: statistics.median(values) for who, values in results[case].items()}

@@ -47,7 +47,7 @@ from cadence.envs.metadata import EnvMetaData
 from cadence.envs.rollouts import EnvRollouts
 from cadence.envs.seeding import SEED_RANGE, next_seed, validate_seed
 from cadence.envs.array_simulator import STEP_MACHINERY, ArraySimulator, defining_class
-from cadence.envs.step_values import GroupDims, StepValues, keep_preset
+from cadence.envs.step_values import GroupDims, StepValues, input_entries, keep_preset
 from cadence.envs.utils import action_in_spec_dtype, check_in_spec, read_entry, step_mdp
 
 if TYPE_CHECKING:  # pragma: no cover - type hints only (this module builds on it)
@@ -139,6 +139,12 @@ class EnvBase(EnvSpecs, EnvRollouts, torch.nn.Module):
     #: whose body defines ``step()``'s bookkeeping or ``rand_action`` (the loop draws random
     #: actions from the spec); a backend whose ``_step`` reads more than its input says False.
     generic_values_step: ClassVar[bool] = True
+
+    #: Whether the env's own ``_reset``/``_step`` may draw from :attr:`rng` (an env written in
+    #: torch does: the seed's Pendulum draws its initial states there). Where they do not (a
+    #: backend with a generator of its own), a random rollout through :meth:`_step_values`
+    #: draws all its actions from ``rng`` at its start, the same values as drawn step by step.
+    draws_from_rng: ClassVar[bool] = True
 
     #: Whether the class keeps ``step()``'s bookkeeping as EnvBase has it
     #: (:data:`~cadence.envs.array_simulator.STEP_MACHINERY`); a class that defines its own
@@ -634,6 +640,14 @@ class EnvBase(EnvSpecs, EnvRollouts, torch.nn.Module):
         if any_done:
             self.reset(next_root)
         return next_root, any_done
+
+    def _reset_done_values(self, next_root: dict[Any, torch.Tensor]) -> dict[Any, torch.Tensor]:
+        """:meth:`_reset_done` for the loop on values: the next input's entries (nested ones
+        under tuple keys) with the done components reset. By default through
+        :meth:`_reset_done` on a TensorDict of them; a backend with a step on values of its
+        own may reset on values too."""
+        reset, _ = self._reset_done(TensorDict(next_root, batch_size=self.batch_size))
+        return input_entries(reset)
 
     def step_and_maybe_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:
         """Steps, then builds the next input, resetting the components that are done.

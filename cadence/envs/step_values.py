@@ -75,6 +75,19 @@ def shape_groups(data: TensorDictBase, groups: GroupDims) -> TensorDictBase:
     return data
 
 
+def input_entries(td: TensorDictBase) -> dict[Any, torch.Tensor]:
+    """The entries of a step's input ``td`` (``"next"`` left out), nested ones under tuple keys.
+
+    Examples:
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"obs": torch.zeros(1), "agent": {"x": torch.ones(1)}, "next": {"obs": torch.ones(1)}})
+        >>> sorted(map(str, input_entries(td)))
+        ["('agent', 'x')", 'obs']
+    """
+    return {key: value for key, value in td.items(True, True)
+            if key != "next" and not (type(key) is tuple and key[0] == "next")}
+
+
 def any_done(done: torch.Tensor) -> bool:
     """Whether any entry of a done flag is set (one element read as a bool: the common
     single env, without a reduction per step).

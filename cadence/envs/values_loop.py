@@ -35,7 +35,7 @@ from tensordict import TensorDict, TensorDictBase
 
 from cadence.data import NonTensor
 from cadence.envs.simulator_values_step import SimulatorValuesStep
-from cadence.envs.step_values import StepValues, any_done, shape_groups
+from cadence.envs.step_values import StepValues, any_done, input_entries, shape_groups
 from cadence.envs.utils import action_in_spec_dtype
 
 if TYPE_CHECKING:  # pragma: no cover - type hints only (the env core imports this module)
@@ -119,11 +119,8 @@ class ValuesLoop:
         self._dropped = {"next", *action_keys, *self._rewards}
         self._group_dims = env._group_dims()
 
-    @staticmethod
-    def entries(td: TensorDictBase) -> Entries:
-        """The entries of a tensordict (``"next"`` left out), nested ones under tuple keys."""
-        return {key: value for key, value in td.items(True, True)
-                if key != "next" and not (type(key) is tuple and key[0] == "next")}
+    #: The entries of a step's input (``"next"`` left out), nested ones under tuple keys.
+    entries = staticmethod(input_entries)
 
     def step(self, root: Entries, policy: TensorPolicy | None, action: torch.Tensor | None = None) -> ValuesStep:
         """One step from the input entries ``root`` (not changed): the policy's action, the
@@ -184,19 +181,25 @@ class ValuesLoop:
         return self._stretches is not None and self._action_spec is not None
 
     def draw_ahead(self, steps: int) -> torch.Tensor | None:
-        """``steps`` random actions drawn now from ``env.rng`` (time first), where the loop
-        takes stretches of given actions (:meth:`run`); ``None`` where it draws them step by
-        step (an env whose resets may draw from ``env.rng`` between them, say).
+        """``steps`` random actions drawn now from ``env.rng`` (time first): where the loop
+        takes stretches of given actions (:meth:`run`), or steps an env that draws nothing
+        from ``env.rng`` itself (not :attr:`~cadence.envs.EnvBase.draws_from_rng`) through
+        its own step, from an action spec without a mask (a mask changes from step to step).
+        ``None`` where it draws them step by step (an env whose resets may draw from
+        ``env.rng`` between them, say).
 
         Examples:
             >>> from cadence.envs import GymEnv, PendulumEnv
             >>> ValuesLoop(GymEnv("Pendulum-v1")).draw_ahead(5).shape, ValuesLoop(PendulumEnv()).draw_ahead(5)
             (torch.Size([5, 1]), None)
         """
-        if not self.takes_stretches:
+        spec = self._action_spec
+        if spec is None:
             return None
-        assert self._action_spec is not None
-        return self._action_spec.rand(torch.Size([steps]), generator=self.env.rng)
+        if not self.takes_stretches and (
+                self._kernel is not None or self.env.draws_from_rng or getattr(spec, "mask", None) is not None):
+            return None
+        return spec.rand(torch.Size([steps]), generator=self.env.rng)
 
     def stretch(self, root: Entries, actions: torch.Tensor, start: int, resets: bool) -> ValuesStep:
         """Steps with the run's ``actions`` (time first) from ``actions[start]`` on, from the
@@ -351,11 +354,10 @@ class ValuesLoop:
 
     def reset_done(self, next_root: Entries) -> Entries:
         """The next input with its done components reset: by the simulators where their
-        reset is the env's, else through the env's ``_reset_done``."""
+        reset is the env's, else by the env's ``_reset_done_values``."""
         if self._resets is not None:
             return self._resets.reset_done(next_root)
-        reset, _ = self.env._reset_done(TensorDict(next_root, batch_size=self.env.batch_size))
-        return self.entries(reset)
+        return self.env._reset_done_values(next_root)
 
     def recording(self) -> Recording:
         """An empty record of steps for :meth:`assemble`."""

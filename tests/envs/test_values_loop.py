@@ -22,10 +22,10 @@ from cadence.envs import (
     TransformedEnv,
 )
 from tensordict import TensorDictBase
-from cadence.data import Unbounded
+from cadence.data import OneHot, Unbounded
 from cadence.envs.custom import PendulumEnv
 from cadence.envs.values_loop import ValuesLoop, values_loop_applies
-from tests.fakes import GenericPathGymEnv, assert_same_rollout
+from tests.fakes import CountingEnv, GenericPathGymEnv, assert_same_rollout
 
 
 def _chain_without_over_time() -> EnvBase:
@@ -69,6 +69,24 @@ def test_random_rollout_equals_the_generic_loop(name: str, rollout: str) -> None
     assert_same_rollout(fast, slow)
     # both envs stand at the same place and their generators agree afterwards
     assert torch.equal(fast_env.rand_action()["action"], slow_env.rand_action()["action"])
+
+
+def test_random_actions_are_drawn_at_the_start_where_the_env_draws_nothing_itself() -> None:
+    class OwnGenerator(CountingEnv):
+        draws_from_rng = False  # it counts: nothing drawn from env.rng between the actions
+
+    assert ValuesLoop(CountingEnv()).draw_ahead(4) is None  # an env may draw from env.rng by default
+    fast_env, slow_env = OwnGenerator(max_count=3), OwnGenerator(max_count=3)
+    assert ValuesLoop(fast_env).draw_ahead(4).shape == (4, 1)
+    fast_env.set_seed(1)
+    slow_env.set_seed(1)
+    fast = fast_env.rollout(10, break_when_any_done=False)
+    slow = slow_env.rollout(10, break_when_any_done=False, callback=lambda env, data: None)
+    assert_same_rollout(fast, slow)  # the same actions as drawn step by step
+    masked = OwnGenerator()
+    masked.action_spec = OneHot(3)
+    masked.action_spec.update_mask(torch.tensor([True, False, True]))
+    assert ValuesLoop(masked).draw_ahead(4) is None  # the mask may change from step to step
 
 
 def test_what_keeps_the_generic_loop() -> None:

@@ -187,6 +187,7 @@ class PettingZooWrapper(EnvBase):
 
     #: Each step writes every group's reward and flags and the root flags.
     _step_values_complete = True
+    draws_from_rng = False  # the backend seeds and draws its own randomness
 
     def __init__(
         self,
@@ -317,18 +318,33 @@ class PettingZooWrapper(EnvBase):
                     "PettingZooWrapper resets the whole env: a '_reset' entry must be all True (or absent), "
                     f"got {int((~reset.bool()).sum())} False of {reset.numel()}"
                 )
+        entries = self._reset_entries()
+        for group in self._groups:
+            entries[group.name] = self._group_data(group, entries[group.name])
+        return _tensordict(entries, _NO_DIMS, self.device)
+
+    def _reset_entries(self) -> dict[str, Any]:
+        """A reset of the whole env: the groups' entries (a dict each: see
+        :meth:`_group_entries`) and the state."""
         observations, infos = self._reset_backend()
         acting = self._acting()
         entries: dict[str, Any] = {}
         for group in self._groups:
-            no = np.zeros((group.n, 1), dtype=bool)
-            flags = (np.zeros((group.n, 1), dtype=np.float32), no, no.copy(), no.copy())
-            data = self._group_entries(group, observations, infos, acting, flags)
-            del data["reward"]
-            entries[group.name] = self._group_data(group, data)
+            flags = np.zeros((len(_DONE_FLAGS), group.n, 1), dtype=bool)
+            entries[group.name] = self._group_entries(group, observations, infos, acting, None, flags)
         if self.return_state:
             entries["state"] = self._state()
-        return _tensordict(entries, _NO_DIMS, self.device)
+        return entries
+
+    def _reset_done_values(self, next_root: dict[Any, torch.Tensor]) -> dict[Any, torch.Tensor]:
+        # an episode's end resets the whole env: its entries under tuple keys, no TensorDict built
+        if any(group.ragged for group in self._groups) or not bool(next_root["done"].all()):
+            return super()._reset_done_values(next_root)  # nothing to reset, or some agents only
+        entries = dict(next_root)
+        entries.update(self._flat_entries(self._reset_entries()))
+        for name in _DONE_FLAGS:
+            entries[name] = torch.zeros(1, dtype=torch.bool, device=self.device)
+        return entries
 
     # ------------------------------------------------------------------- step
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
@@ -341,8 +357,13 @@ class PettingZooWrapper(EnvBase):
         # _step's entries under tuple keys, with no TensorDict built for the step or its groups
         if any(group.ragged for group in self._groups):  # agents of different shapes: lazily stacked
             return super()._step_values(tensordict)
-        values: dict[Any, Any] = {}
-        for key, value in self._step_entries(tensordict).items():
+        return StepValues(self._flat_entries(self._step_entries(tensordict)), self.batch_size, self.device)
+
+    @staticmethod
+    def _flat_entries(entries: dict[str, Any]) -> dict[Any, torch.Tensor]:
+        """A step's or a reset's entries (the groups' as dicts) with the nested ones under tuple keys."""
+        values: dict[Any, torch.Tensor] = {}
+        for key, value in entries.items():
             if not isinstance(value, dict):
                 values[key] = value
                 continue
@@ -351,7 +372,7 @@ class PettingZooWrapper(EnvBase):
                     values.update(((key, name, *as_tuple_key(sub)), leaf) for sub, leaf in entry.items(True, True))
                 else:
                     values[(key, name)] = entry
-        return StepValues(values, self.batch_size, self.device)
+        return values
 
     def _step_entries(self, tensordict: TensorDictBase | StepValues) -> dict[str, Any]:
         """One step: the groups' entries (a dict each: see :meth:`_group_entries`), the root
@@ -362,18 +383,19 @@ class PettingZooWrapper(EnvBase):
             observations, rewards, terminations, truncations, infos = self._step_aec(tensordict)
         acting = self._acting()
         entries: dict[str, Any] = {}
-        flags: dict[str, list[np.ndarray]] = {name: [] for name in _DONE_FLAGS}
+        root: np.ndarray | None = None  # the root's done, terminated, truncated
         for group in self._groups:
-            group_flags = self._flags(group, observations, rewards, terminations, truncations)
-            entries[group.name] = self._group_entries(group, observations, infos, acting, group_flags)
-            for name, value in zip(_DONE_FLAGS, group_flags[1:]):
-                flags[name].append(value)
-        for name in _DONE_FLAGS:
-            if self.done_on_any:
-                flag = any(f.any() for f in flags[name])
-            else:
-                flag = all(f.all() for f in flags[name])
-            entries[name] = _FLAG[bool(flag)].clone()
+            reward, flags = self._flags(group, observations, rewards, terminations, truncations)
+            entries[group.name] = self._group_entries(group, observations, infos, acting, reward, flags)
+            # any (or all) of each group's agents, then of the groups
+            group_root = flags.any(axis=(1, 2)) if self.done_on_any else flags.all(axis=(1, 2))
+            root = group_root if root is None else (root | group_root if self.done_on_any else root & group_root)
+        assert root is not None  # a wrapper has at least one group
+        for index, name in enumerate(_DONE_FLAGS):
+            entries[name] = torch.from_numpy(root[index : index + 1])
+        if self.device is not None:
+            for name in _DONE_FLAGS:
+                entries[name] = entries[name].to(self.device)
         if self.return_state:
             entries["state"] = self._state()
         return entries
@@ -422,23 +444,22 @@ class PettingZooWrapper(EnvBase):
         observations: Mapping[str, Any],
         infos: Mapping[str, Any],
         acting: set[str] | list[str],
-        flags: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+        reward: np.ndarray | None,
+        flags: np.ndarray,
     ) -> dict[str, Any]:
-        """One group's entries, each stacked along the agent dim; where its agents differ
-        in shape, ``"observation"`` holds one TensorDict per agent (see :meth:`_group_data`)."""
+        """One group's entries, each stacked along the agent dim: its ``reward`` (none after
+        a reset) and its done flags (``flags``: done, terminated, truncated, each ``(n, 1)``),
+        its observations...; where its agents differ in shape, ``"observation"`` holds one
+        TensorDict per agent (see :meth:`_group_data`)."""
         device = self.device
         masks = None
         if group.action_mask is not None:
             masks = [self._agent_action_mask(group, agent, observations, infos, acting) for agent in group.agents]
         if group.mask_in_observation:
             observations = {a: {k: v for k, v in o.items() if k != "action_mask"} for a, o in observations.items()}
-        reward, done, terminated, truncated = flags
-        entries: dict[str, Any] = {
-            "reward": _from_numpy(reward, device),
-            "done": _from_numpy(done, device),
-            "terminated": _from_numpy(terminated, device),
-            "truncated": _from_numpy(truncated, device),
-        }
+        entries: dict[str, Any] = {} if reward is None else {"reward": _from_numpy(reward, device)}
+        for index, name in enumerate(_DONE_FLAGS):
+            entries[name] = _from_numpy(flags[index], device)
         if group.info is not None:
             entries["info"] = self._encode_info(group, infos)
         if masks is not None:
@@ -488,16 +509,20 @@ class PettingZooWrapper(EnvBase):
         rewards: Mapping[str, Any],
         terminations: Mapping[str, Any],
         truncations: Mapping[str, Any],
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The group's reward and done/terminated/truncated flags, each of shape ``(n, 1)``."""
-        n = group.n
-        if all(agent in rewards for agent in group.agents):  # the common case: everyone still in
-            reward = np.fromiter((rewards[a] for a in group.agents), np.float32, n)
-            terminated = np.fromiter((terminations.get(a, False) for a in group.agents), bool, n)
-            truncated = np.fromiter((truncations.get(a, False) for a in group.agents), bool, n)
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The group's reward, ``(n, 1)``, and its done, terminated and truncated flags in one
+        array, ``(3, n, 1)``."""
+        n, agents = group.n, group.agents
+        flags = np.empty((len(_DONE_FLAGS), n, 1), dtype=bool)
+        terminated: Any
+        truncated: Any
+        if all(agent in rewards for agent in agents):  # the common case: everyone still in
+            reward = np.array([rewards[a] for a in agents], dtype=np.float32)
+            terminated = [terminations.get(a, False) for a in agents]
+            truncated = [truncations.get(a, False) for a in agents]
         else:
             reward, terminated, truncated = np.zeros(n, np.float32), np.zeros(n, bool), np.zeros(n, bool)
-            for i, agent in enumerate(group.agents):
+            for i, agent in enumerate(agents):
                 if agent in rewards or agent in observations:
                     reward[i] = rewards.get(agent, 0.0)
                     terminated[i] = terminations.get(agent, False)
@@ -510,8 +535,9 @@ class PettingZooWrapper(EnvBase):
                         f"PettingZooWrapper: agent {agent!r} left the episode before its end; build the wrapper "
                         "with use_mask=True for envs whose agents can leave"
                     )
-        terminated, truncated = terminated.reshape(n, 1), truncated.reshape(n, 1)
-        return reward.reshape(n, 1), terminated | truncated, terminated, truncated
+        flags[1, :, 0], flags[2, :, 0] = terminated, truncated
+        np.logical_or(flags[1], flags[2], out=flags[0])
+        return reward.reshape(n, 1), flags
 
     def _encode_group(self, group: _Group, observations: Mapping[str, Any]) -> Any:
         """The group's observations stacked along the agent dim (zeros for agents that left)."""
@@ -532,7 +558,6 @@ class PettingZooWrapper(EnvBase):
 
 
 _NO_DIMS = torch.Size(())
-_FLAG = {False: torch.zeros(1, dtype=torch.bool), True: torch.ones(1, dtype=torch.bool)}
 _tensordict = getattr(TensorDict, "_new_unsafe", TensorDict)  # the entries are built right: skip the checks
 
 
@@ -556,12 +581,12 @@ def _stack_values(spec: TensorSpec, values: list[Any], device: Any) -> Any:
             spec.shape,
             device,
         )
-    if any(v is None for v in values):
+    if any(v is None for v in values):  # an agent that left
         template = next((np.asarray(v) for v in values if v is not None), None)
         if template is None:
             return spec.zero()
         values = [np.zeros_like(template) if v is None else v for v in values]
-    tensor = torch.from_numpy(np.stack(values))
+    tensor = torch.from_numpy(np.array(values))  # np.stack's checks cost four times the copy
     if tensor.dtype != spec.dtype:
         tensor = tensor.to(spec.dtype)
     if tensor.shape != spec.shape:
