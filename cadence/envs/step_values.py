@@ -32,6 +32,8 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from tensordict.utils import NestedKey
 
+from cadence.envs.env_specs import as_tuple_key
+
 __all__ = ["StepValues", "any_done", "entry_key", "keep_preset"]
 
 _REQUIRED = object()
@@ -86,6 +88,27 @@ def input_entries(td: TensorDictBase) -> dict[Any, torch.Tensor]:
     """
     return {key: value for key, value in td.items(True, True)
             if key != "next" and not (type(key) is tuple and key[0] == "next")}
+
+
+def flat_entries(entries: dict[str, Any]) -> dict[Any, torch.Tensor]:
+    """A step's entries as a backend builds them, nested ones in dicts or TensorDicts
+    (a group's, say), with the nested ones under tuple keys, as :class:`StepValues` keys them.
+
+    Examples:
+        >>> from tensordict import TensorDict
+        >>> entries = {"done": torch.zeros(1), "agent": {"obs": torch.ones(2), "info": TensorDict(x=torch.ones(2))}}
+        >>> sorted(map(str, flat_entries(entries)))
+        ["('agent', 'info', 'x')", "('agent', 'obs')", 'done']
+    """
+    values: dict[Any, torch.Tensor] = {}
+    for key, value in entries.items():
+        if isinstance(value, dict):
+            values.update(((key, *as_tuple_key(sub)), leaf) for sub, leaf in flat_entries(value).items())
+        elif isinstance(value, TensorDictBase):
+            values.update(((key, *as_tuple_key(sub)), leaf) for sub, leaf in value.items(True, True))
+        else:
+            values[key] = value
+    return values
 
 
 def any_done(done: torch.Tensor) -> bool:

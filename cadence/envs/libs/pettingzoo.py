@@ -46,10 +46,9 @@ from cadence._utils import quoted
 from cadence.data import Categorical, Composite, MultiOneHot, OneHot, TensorSpec, Unbounded
 from cadence.data.specs import holds_ragged
 from cadence.envs.common import EnvBase
-from cadence.envs.env_specs import as_tuple_key
 from cadence.envs.libs.gym import _action_converter, space_to_spec
 from cadence.envs.marl_grouping import MarlGroupMapType, check_marl_grouping
-from cadence.envs.step_values import StepValues
+from cadence.envs.step_values import StepValues, flat_entries
 from cadence.envs.utils import read_entry
 
 __all__ = ["PettingZooEnv", "PettingZooWrapper"]
@@ -341,7 +340,7 @@ class PettingZooWrapper(EnvBase):
         if any(group.ragged for group in self._groups) or not bool(next_root["done"].all()):
             return super()._reset_done_values(next_root)  # nothing to reset, or some agents only
         entries = dict(next_root)
-        entries.update(self._flat_entries(self._reset_entries()))
+        entries.update(flat_entries(self._reset_entries()))
         for name in _DONE_FLAGS:
             entries[name] = torch.zeros(1, dtype=torch.bool, device=self.device)
         return entries
@@ -357,22 +356,7 @@ class PettingZooWrapper(EnvBase):
         # _step's entries under tuple keys, with no TensorDict built for the step or its groups
         if any(group.ragged for group in self._groups):  # agents of different shapes: lazily stacked
             return super()._step_values(tensordict)
-        return StepValues(self._flat_entries(self._step_entries(tensordict)), self.batch_size, self.device)
-
-    @staticmethod
-    def _flat_entries(entries: dict[str, Any]) -> dict[Any, torch.Tensor]:
-        """A step's or a reset's entries (the groups' as dicts) with the nested ones under tuple keys."""
-        values: dict[Any, torch.Tensor] = {}
-        for key, value in entries.items():
-            if not isinstance(value, dict):
-                values[key] = value
-                continue
-            for name, entry in value.items():
-                if isinstance(entry, TensorDictBase):  # an info, or an observation of several entries
-                    values.update(((key, name, *as_tuple_key(sub)), leaf) for sub, leaf in entry.items(True, True))
-                else:
-                    values[(key, name)] = entry
-        return values
+        return StepValues(flat_entries(self._step_entries(tensordict)), self.batch_size, self.device)
 
     def _step_entries(self, tensordict: TensorDictBase | StepValues) -> dict[str, Any]:
         """One step: the groups' entries (a dict each: see :meth:`_group_entries`), the root

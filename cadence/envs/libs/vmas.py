@@ -48,9 +48,11 @@ from cadence.data import (
     TensorSpec,
     Unbounded,
 )
+from cadence.data.dtypes import cast
 from cadence.data.specs import holds_ragged
 from cadence.envs.common import EnvBase
 from cadence.envs.marl_grouping import MarlGroupMapType, check_marl_grouping
+from cadence.envs.step_values import StepValues, flat_entries
 from cadence.envs.utils import read_entry
 
 __all__ = ["VmasEnv", "VmasWrapper"]
@@ -138,6 +140,8 @@ class VmasWrapper(EnvBase):
         >>> env.group_map, env.batch_size
         ({'agents': ['agent_0', 'agent_1']}, torch.Size([2]))
     """
+
+    draws_from_rng = False  # VMAS draws from torch's global generator, which its seed sets
 
     def __init__(
         self,
@@ -257,10 +261,20 @@ class VmasWrapper(EnvBase):
         observations, dones, infos = self._env.get_from_scenario(
             get_observations=True, get_infos=True, get_rewards=False, get_dones=True
         )
-        return self._output(observations, None, dones, infos)
+        return self._output(self._entries(observations, None, dones, infos))
 
     # ------------------------------------------------------------------- step
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        return self._output(self._step_entries(tensordict))
+
+    def _step_values(self, tensordict: TensorDictBase | StepValues) -> StepValues:
+        # _step's entries under tuple keys, with no TensorDict built for the step or its groups
+        if any(self._ragged.values()):  # agents of different shapes: lazily stacked
+            return super()._step_values(tensordict)
+        return StepValues(flat_entries(self._step_entries(tensordict)), self.batch_size, self.device)
+
+    def _step_entries(self, tensordict: TensorDictBase | StepValues) -> dict[str, Any]:
+        """One step of every agent: its entries (see :meth:`_entries`)."""
         actions: list[torch.Tensor | None] = [None] * self.n_agents
         for group, indices in self._group_indices.items():
             spec = self.full_action_spec[group, "action"]
@@ -269,7 +283,7 @@ class VmasWrapper(EnvBase):
             for i, value in zip(indices, per_agent):
                 actions[i] = self._to_backend(value)
         observations, rewards, dones, infos = self._env.step(actions)
-        return self._output(observations, rewards, dones, infos)
+        return self._entries(observations, rewards, dones, infos)
 
     def _to_backend(self, action: torch.Tensor) -> torch.Tensor:
         if self.continuous_actions or self.categorical_actions:
@@ -279,13 +293,24 @@ class VmasWrapper(EnvBase):
         return action.argmax(-1)  # one-hot -> index, as VMAS takes discrete actions
 
     # ------------------------------------------------------------------- data
-    def _output(
+    def _output(self, entries: dict[str, Any]) -> TensorDictBase:
+        """A step's or a reset's entries (:meth:`_entries`) as a TensorDict."""
+        for group, indices in self._group_indices.items():
+            data = entries[group]
+            if isinstance(data, dict):
+                entries[group] = _new_tensordict(data, self.batch_size + (len(indices),), self.device)
+        return _new_tensordict(entries, self.batch_size, self.device)
+
+    def _entries(
         self,
         observations: list[Any],
         rewards: list[torch.Tensor] | None,
         dones: torch.Tensor,
         infos: list[dict[str, torch.Tensor]],
-    ) -> TensorDictBase:
+    ) -> dict[str, Any]:
+        """A step's entries (a reset's: no rewards): the root flags, and each group's entries
+        stacked on the agent dim, in a dict (a lazy stack of TensorDicts where its agents
+        differ in shape)."""
         done = dones.reshape(*self.batch_size, 1)
         entries: dict[str, Any] = {"done": done, "terminated": done.clone()}
         for group, indices in self._group_indices.items():
@@ -299,14 +324,14 @@ class VmasWrapper(EnvBase):
             if self._info_keys[group]:
                 data["info"] = _new_tensordict(
                     {
-                        key: torch.stack([self._unsqueezed(infos[i][key]) for i in indices], 1).to(torch.float32)
+                        key: cast(torch.stack([self._unsqueezed(infos[i][key]) for i in indices], 1), torch.float32)
                         for key in self._info_keys[group]
                     },
                     group_shape,
                     self.device,
                 )
-            entries[group] = _new_tensordict(data, group_shape, self.device)
-        return _new_tensordict(entries, self.batch_size, self.device)
+            entries[group] = data
+        return entries
 
     def _ragged_group(
         self,

@@ -16,6 +16,7 @@ import torch
 from tensordict import TensorDictBase
 
 from cadence.data import Composite
+from cadence.data.dtypes import cast
 from cadence.envs.transforms.base import NestedKey, Transform
 
 __all__ = ["DTypeCastTransform", "DoubleToFloat"]
@@ -63,16 +64,16 @@ class DTypeCastTransform(Transform):
     steps_on_values = True  # get and set (items(True, True) without keys)
 
     def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
-        return value.to(self.dtype_out)
+        return cast(value, self.dtype_out)
 
     def _inv_apply_transform(self, value: torch.Tensor) -> torch.Tensor:
-        return value.to(self.dtype_in)
+        return cast(value, self.dtype_in)
 
     def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
         if self._find_keys and not self.in_keys:  # used on bare data: cast whatever has dtype_in
             for key, value in list(tensordict.items(include_nested=True, leaves_only=True)):
                 if isinstance(value, torch.Tensor) and value.dtype == self.dtype_in:
-                    tensordict.set(key, value.to(self.dtype_out))
+                    tensordict.set(key, cast(value, self.dtype_out))
             return tensordict
         return super()._call(tensordict)
 

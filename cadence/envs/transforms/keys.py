@@ -23,6 +23,7 @@ import torch
 from tensordict import TensorDictBase
 
 from cadence.data import Bounded, Categorical, Composite, TensorSpec, Unbounded
+from cadence.data.dtypes import cast
 from cadence.envs.transforms.base import NestedKey, Transform, key_list
 from cadence.envs.transforms.observation import ObservationTransform
 
@@ -301,7 +302,7 @@ class CatTensors(ObservationTransform):
             if value.dtype != dtype:
                 dtype = torch.promote_types(dtype, value.dtype)
         try:
-            out = torch.cat([v if v.dtype == dtype else v.to(dtype) for v in values], self.dim)
+            out = torch.cat([cast(v, dtype) for v in values], self.dim)
         except RuntimeError as err:
             shapes = {str(k): tuple(v.shape) for k, v in zip(self.in_keys, values)}
             raise RuntimeError(f"CatTensors could not concatenate {shapes} along dim {self.dim}: {err}") from err

@@ -16,6 +16,7 @@ vmas = pytest.importorskip(
 from cadence.data import OneHot, Stacked  # noqa: E402
 from cadence.envs import MarlGroupMapType, ParallelEnv, SerialEnv, check_env_specs  # noqa: E402
 from cadence.envs.libs.vmas import VmasEnv, VmasWrapper, default_group_map  # noqa: E402
+from tests.fakes import assert_same_rollout  # noqa: E402
 
 
 def test_the_seeds_multi_agent_step_layout() -> None:
@@ -66,6 +67,18 @@ def test_seeding_reproduces() -> None:
     second.set_seed(1)
     b = second.rollout(5)
     assert torch.equal(a["next", "agents", "observation"], b["next", "agents", "observation"])
+
+
+def test_rollout_on_values_equals_the_tensordict_loop() -> None:
+    # random actions drawn at the start (VMAS draws nothing from env.rng) against the
+    # tensordict loop's step by step (a callback keeps it), resets included
+    fast_env, slow_env = (VmasEnv("balance", num_envs=3, n_agents=2, max_steps=4) for _ in range(2))
+    assert fast_env.kernel == "values: VmasWrapper._step_values"
+    results = []
+    for env, callback in ((fast_env, None), (slow_env, lambda env, td: None)):
+        env.set_seed(2)  # VMAS's own seed: torch's global generator, which both envs share
+        results.append(env.rollout(10, break_when_any_done=False, callback=callback))
+    assert_same_rollout(*results)
 
 
 def test_max_steps_ends_episodes_and_partial_resets() -> None:
