@@ -5,9 +5,10 @@ step on values (see :mod:`cadence.envs.step_values`).
 action (a compiled policy's, or random ones drawn as ``rand_action`` draws them), steps
 the env as :class:`~cadence.envs.step_values.StepValues` (``EnvBase._step_as_values``,
 or the same step through the env's array simulator where it has one:
-``EnvBase._values_stepper``), and makes the next input by moving entries between dicts (``step_mdp``'s rule: the
-action and the rewards stay behind). Resets (rare) go through the env's own
-``_reset_done`` on a TensorDict. A :class:`Recording` stacks the steps' entries (in
+``EnvBase._values_stepper``), and makes the next input by moving entries between dicts
+(``step_mdp``'s rule: the action and the rewards stay behind). Resets go through the
+simulators where their reset is the env's, else through the env's ``_reset_done_values``.
+A :class:`Recording` stacks the steps' entries (in
 chunks) and :meth:`ValuesLoop.assemble` lays them out as the generic loop's data.
 
 It serves envs for which :func:`values_loop_applies`: the steps run on values (nested
