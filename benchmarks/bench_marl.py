@@ -19,11 +19,13 @@ virtual environment (``../shared/tools/reference-venv.sh``; it needs ``pettingzo
 ``mpe2`` and ``vmas`` there: ``<its python> -m pip install pettingzoo mpe2 vmas``), one
 subprocess per round. Only the stepping is timed. One torch thread everywhere. Cadence and the
 bare loop of a case are built once per round and timed in ``--blocks`` blocks that alternate
-between the two (``bench_rollout.measure``), so that the machine's drifts hit both alike.
+between the two (``bench_rollout.measure``), so that the machine's drifts hit both alike; a
+block is one ``rollout`` call (its reset and the stacking of its data included), so blocks
+of fewer than a few hundred steps weigh those more than a user's rollouts do.
 
 Usage::
 
-    python benchmarks/bench_marl.py [--steps 3000] [--vmas-steps 60] [--vmas-envs 1024] [--rounds 3]
+    python benchmarks/bench_marl.py [--steps 5000] [--vmas-steps 60] [--vmas-envs 1024] [--rounds 3]
                                     [--blocks 10] [--skip-reference]
 """
 
@@ -204,7 +206,7 @@ def reference(python: str, case: str, steps: int, seed: int, with_policy: bool, 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=int, default=3000, help="PettingZoo steps per measurement (default: %(default)s)")
+    parser.add_argument("--steps", type=int, default=5000, help="PettingZoo steps per measurement (default: %(default)s)")
     parser.add_argument("--vmas-steps", type=int, default=60, help="VMAS batched steps per measurement (default: %(default)s)")
     parser.add_argument("--vmas-envs", type=int, default=1024, help="VMAS envs simulated at once (default: %(default)s)")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default: %(default)s)")

@@ -1,6 +1,6 @@
 """Rollout speed of CartPole-v1: bare gymnasium vs Cadence vs the reference library.
 
-Four cases, each measured in every round:
+Five cases, each measured in every round:
 
 * ``single``: one env. A bare gymnasium loop (``action_space.sample()``, reset when done)
   against ``GymEnv("CartPole-v1").rollout(steps, break_when_any_done=False)`` in Cadence
@@ -10,6 +10,9 @@ Four cases, each measured in every round:
   libraries (the same number of env steps in total).
 * ``transforms``: Pendulum-v1 through ``Compose(StepCounter(200), RewardSum(), InitTracker(),
   DoubleToFloat(), ObservationNorm(...))``, random actions, against a bare Pendulum loop.
+* ``pendulum policy``: Pendulum-v1 driven by a 3-64-64-1 MLP actor under ``torch.no_grad()``:
+  the bare loop steps with its output on each observation; Cadence and torchrl get it as
+  ``TensorDictModule(mlp, ["observation"], ["action"])``.
 * ``policy``: one env driven by a small MLP (4-64-2 action values) under ``torch.no_grad()``.
   The bare loop calls the same ``torch.nn`` module on each observation and steps with its
   argmax; Cadence and torchrl get it as ``TensorDictSequential(TensorDictModule(mlp,
@@ -57,8 +60,10 @@ from tensordict.nn import TensorDictModule, TensorDictSequential
 from torchrl.envs import GymEnv
 
 steps, num_envs, seed, with_policy = (int(x) for x in sys.argv[1:5])
-chain = len(sys.argv) > 5
-if chain:
+variant = sys.argv[5] if len(sys.argv) > 5 else ""
+if variant == "pendulum":
+    env = GymEnv("Pendulum-v1")
+elif variant == "chain":
     from torchrl.envs import (Compose, DoubleToFloat, InitTracker, ObservationNorm, RewardSum, StepCounter,
                               TransformedEnv)
     env = TransformedEnv(GymEnv("Pendulum-v1"), Compose(StepCounter(200), RewardSum(), InitTracker(), DoubleToFloat(),
@@ -69,7 +74,11 @@ else:
     env = GymEnv("{env_id}")
 env.set_seed(seed)
 policy = None
-if with_policy:
+if with_policy and variant == "pendulum":
+    net = torch.nn.Sequential(torch.nn.Linear(3, 64), torch.nn.Tanh(), torch.nn.Linear(64, 64), torch.nn.Tanh(),
+                              torch.nn.Linear(64, 1))
+    policy = TensorDictModule(net, in_keys=["observation"], out_keys=["action"])
+elif with_policy:
     net = torch.nn.Sequential(torch.nn.Linear(4, 64), torch.nn.Tanh(), torch.nn.Linear(64, 2))
     from torchrl.modules import QValueModule
     policy = TensorDictSequential(
@@ -129,6 +138,54 @@ def cadence_transform_chain(seed: int) -> Runner:
 
     def run(steps: int) -> None:
         env.rollout(steps, break_when_any_done=False)
+
+    return run
+
+
+def make_actor_net() -> Any:
+    """The policy network of the ``pendulum policy`` case: a 3-64-64-1 MLP actor."""
+    import torch
+
+    return torch.nn.Sequential(
+        torch.nn.Linear(3, 64), torch.nn.Tanh(), torch.nn.Linear(64, 64), torch.nn.Tanh(), torch.nn.Linear(64, 1)
+    )
+
+
+def bare_pendulum_policy(seed: int) -> Runner:
+    """A plain gymnasium Pendulum-v1 loop stepping with the MLP actor's output on each observation."""
+    import gymnasium
+    import torch
+
+    net = make_actor_net()
+    env = gymnasium.make("Pendulum-v1")
+    obs = env.reset(seed=seed)[0]
+    step, reset = env.step, env.reset
+
+    def run(steps: int) -> None:
+        nonlocal obs
+        with torch.no_grad():
+            for _ in range(steps):
+                obs, _, terminated, truncated, _ = step(net(torch.from_numpy(obs)).numpy())
+                if terminated or truncated:
+                    obs = reset()[0]
+
+    return run
+
+
+def cadence_pendulum_policy(seed: int) -> Runner:
+    """Cadence's ``GymEnv("Pendulum-v1").rollout`` with the MLP actor as a ``TensorDictModule``."""
+    import torch
+    from tensordict.nn import TensorDictModule
+
+    from cadence.envs.libs.gym import GymEnv
+
+    env = GymEnv("Pendulum-v1")
+    env.set_seed(seed)
+    policy = TensorDictModule(make_actor_net(), in_keys=["observation"], out_keys=["action"])
+
+    def run(steps: int) -> None:
+        with torch.no_grad():
+            env.rollout(steps, policy, break_when_any_done=False)
 
     return run
 
@@ -264,10 +321,11 @@ def find_reference_python(explicit: str | None) -> tuple[str | None, str]:
 
 
 def reference_rollout(
-    python: str, steps: int, seed: int, num_envs: int, with_policy: bool = False, chain: bool = False
+    python: str, steps: int, seed: int, num_envs: int, with_policy: bool = False, variant: str = ""
 ) -> float:
-    """Steps per second of torchrl's ``GymEnv(...).rollout``, measured in a subprocess."""
-    extra = ["chain"] if chain else []
+    """Steps per second of torchrl's ``GymEnv(...).rollout``, measured in a subprocess
+    (``variant``: ``"chain"`` for the transforms case, ``"pendulum"`` for the actor's)."""
+    extra = [variant] if variant else []
     result = subprocess.run(
         [python, "-c", REFERENCE_SCRIPT, str(steps), str(num_envs), str(seed), str(int(with_policy)), *extra],
         capture_output=True,
@@ -324,6 +382,8 @@ def main(argv: list[str] | None = None) -> int:
         ),
         "policy": ({"bare": lambda: bare_policy(args.seed),
                     "cadence": lambda: cadence_rollout(args.seed, 1, with_policy=True)}, args.policy_steps),
+        "pendulum policy": ({"bare": lambda: bare_pendulum_policy(args.seed),
+                             "cadence": lambda: cadence_pendulum_policy(args.seed)}, args.policy_steps),
         "transforms": ({"bare": lambda: bare_pendulum(args.seed),
                         "cadence": lambda: cadence_transform_chain(args.seed)}, args.policy_steps),
     }
@@ -333,7 +393,8 @@ def main(argv: list[str] | None = None) -> int:
             "single": lambda: reference_rollout(reference, args.steps, args.seed, 1),
             f"batched x{args.num_envs}": lambda: reference_rollout(reference, args.steps, args.seed, args.num_envs),
             "policy": lambda: reference_rollout(reference, args.policy_steps, args.seed, 1, True),
-            "transforms": lambda: reference_rollout(reference, args.policy_steps, args.seed, 1, chain=True),
+            "pendulum policy": lambda: reference_rollout(reference, args.policy_steps, args.seed, 1, True, "pendulum"),
+            "transforms": lambda: reference_rollout(reference, args.policy_steps, args.seed, 1, variant="chain"),
         }
 
     results: dict[str, dict[str, list[float]]] = {
@@ -347,12 +408,12 @@ def main(argv: list[str] | None = None) -> int:
                 speeds["torchrl"] = references[case]()
             for who, speed in speeds.items():
                 results[case][who].append(speed)
-                print(f"round {round_index + 1}/{args.rounds}  {case:<12} {who:<8} {speed:12,.0f} steps/s", flush=True)
+                print(f"round {round_index + 1}/{args.rounds}  {case:<15} {who:<8} {speed:12,.0f} steps/s", flush=True)
     print()
 
     columns = ("bare steps/s", "cadence steps/s", "torchrl steps/s", "cadence/bare", "torchrl/bare")
     widths = (13, 15, 15, 12, 12)
-    header = f"| {'case':<12} | " + " | ".join(f"{c:>{w}}" for c, w in zip(columns, widths)) + " |"
+    header = f"| {'case':<15} | " + " | ".join(f"{c:>{w}}" for c, w in zip(columns, widths)) + " |"
     print(header)
     print("|" + "|".join("-" * len(cell) for cell in header.split("|")[1:-1]) + "|")
     for case, by_who in results.items():
@@ -360,7 +421,7 @@ def main(argv: list[str] | None = None) -> int:
         bare = median["bare"]
         torchrl = median.get("torchrl")
         print(
-            f"| {case:<12} | {bare:>13,.0f} | {median['cadence']:>15,.0f} | "
+            f"| {case:<15} | {bare:>13,.0f} | {median['cadence']:>15,.0f} | "
             f"{(f'{torchrl:,.0f}' if torchrl else 'skipped'):>15} | {median['cadence'] / bare:>12.3f} | "
             f"{(f'{torchrl / bare:.3f}' if torchrl else '-'):>12} |"
         )

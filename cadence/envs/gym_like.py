@@ -86,7 +86,7 @@ def tensor_to_numpy(tensor: torch.Tensor) -> np.ndarray:
         >>> tensor_to_numpy(torch.ones(2, requires_grad=True)).tolist()
         [1.0, 1.0]
     """
-    if tensor.requires_grad or tensor.device.type != "cpu":
+    if tensor.requires_grad or not tensor.is_cpu:  # is_cpu: no device object built per call
         return tensor.detach().cpu().numpy()
     return tensor.numpy()
 

@@ -111,29 +111,29 @@ class SimulatorValuesStep:
                 torch.from_numpy(np.asarray(terminated | truncated)).unsqueeze(-1))
 
     def __call__(self, values: StepValues, checked: bool = False) -> StepValues:
-        outer, simulator = self.outer, self.simulator
         if not checked:
-            outer._check_step_input(values)
+            self.outer._check_step_input(values)
         if self._t == self._rows:
             self._allocate()
-        t, arrays = self._t, self._arrays
-        self._last_obs, ended = simulator.write_step(simulator.to_backend(values.entries["action"]), t, arrays,
-                                                     check=t == 0)
+        t = self._t
         self._t = t + 1
+        simulator = self.simulator
+        self._last_obs, ended = simulator.write_step(simulator.to_backend(values.entries["action"]), t, self._arrays,
+                                                     t == 0)
         entries: dict[Any, torch.Tensor] = {key: view[t] for key, view in self._obs.items()}
         entries["reward"] = self._reward[t]
         # most steps end nothing: their flags are one tensor of False, shared (a view per flag
         # and step would cost more than the rest of the step's bookkeeping)
-        flags = self._flags(t) if ended else self._no_flags
-        entries["terminated"], entries["truncated"], entries["done"] = flags
+        entries["terminated"], entries["truncated"], entries["done"] = self._flags(t) if ended else self._no_flags
         self._stepped(entries)
         out = StepValues(entries, self._batch_size, self._device)
-        keep_preset(out, values)
+        if "next" in values.entries:  # what the policy wrote for the next step
+            keep_preset(out, values)
         if self.transform_step is not None:
             out = self.transform_step(values, out)
         if not self._complete and not self._required <= out.entries.keys():
-            outer._complete_done(out)
-            outer._check_rewards(out)
+            self.outer._complete_done(out)
+            self.outer._check_rewards(out)
         # a transform may end the episode (a step limit): then the flag says, not the simulators
         self.any_done = ended if self.transform_step is None else any_done(out.entries["done"])
         return out

@@ -7,10 +7,12 @@ a policy made of such modules (alone, or in a ``TensorDictSequential``, followed
 ``QValueModule``'s greedy choice or ``OrnsteinUhlenbeckProcessModule`` or
 ``AdditiveGaussianModule`` exploration) into a
 function on a plain ``dict`` of tensors that does the same arithmetic in the same order,
-so that its results are the module's, bit for bit (the tests compare them). In a
-sequence, a member that does not compile (a ``ProbabilisticActor``, a user's own module
-with top-level keys) is called on one tensordict of the step's entries and the rest still runs
-on tensors. Any other policy gives ``None`` and the collector calls it on tensordicts.
+so that its results are the module's, bit for bit (the tests compare them). The dict keys
+nested entries by tuples (a group's ``("agents", "observation")``), as the step loop does.
+In a sequence, a member that does not compile (a ``ProbabilisticActor``, a user's own
+module, one that writes under ``"next"``) is called on one tensordict of the step's entries
+and the rest still runs on tensors. Any other policy gives ``None`` and the collector calls
+it on tensordicts.
 
 Examples:
     >>> import torch
@@ -43,8 +45,26 @@ def _plain_module(module: Any) -> bool:
     return not (module._forward_hooks or module._forward_pre_hooks)
 
 
-def _keys_are_plain(keys: list[Any]) -> bool:
-    return all(type(key) is str and key != "next" for key in keys)
+def _value_keys(keys: Any) -> list[Any] | None:
+    """``keys`` as the step's dict keys them (a string, or a tuple of strings for a nested
+    entry: a group's ``("agents", "action")``); ``None`` if any is something else or lies
+    under ``"next"`` (what a policy writes for the next step goes through a tensordict)."""
+    found = []
+    for key in keys:
+        if type(key) is tuple and len(key) == 1:
+            key = key[0]
+        if type(key) is str:
+            if key == "next":
+                return None
+        elif type(key) is not tuple or key[0] == "next" or not all(type(part) is str for part in key):
+            return None
+        found.append(key)
+    return found
+
+
+def _held(values: Values) -> list[str]:
+    """The step's keys, for an error message (nested ones as tuples)."""
+    return sorted(map(str, values))
 
 
 def _compile_module(module: TensorDictModule) -> TensorStep | None:
@@ -60,11 +80,11 @@ def _compile_module(module: TensorDictModule) -> TensorStep | None:
         or module.method_kwargs
         or module.inplace is not True
         or not _plain_module(module)
-        or not _keys_are_plain(list(module.in_keys))
-        or not _keys_are_plain(list(module.out_keys))
     ):
         return None
-    in_keys, out_keys = list(module.in_keys), list(module.out_keys)
+    in_keys, out_keys = _value_keys(module.in_keys), _value_keys(module.out_keys)
+    if in_keys is None or out_keys is None:
+        return None
     single = len(out_keys) == 1
     out_key = out_keys[0] if single else None
 
@@ -74,7 +94,7 @@ def _compile_module(module: TensorDictModule) -> TensorStep | None:
         except KeyError as err:
             raise KeyError(
                 f"The policy module {type(inner).__name__} reads {in_keys}, but the step holds "
-                f"{sorted(values)}: {err.args[0]!r} is missing."
+                f"{_held(values)}: {err.args[0]!r} is missing."
             ) from None
         out = inner(*inputs)
         if single and isinstance(out, torch.Tensor):
@@ -89,17 +109,17 @@ def _compile_module(module: TensorDictModule) -> TensorStep | None:
 
 def _compile_ou(module: Any, batch: torch.Size) -> TensorStep | None:
     """``OrnsteinUhlenbeckProcessModule.forward`` on tensors: its own ``add_noise``."""
-    keys = [module.action_key, module.is_init_key, module.noise_key, module.steps_key]
-    if not _plain_module(module) or not _keys_are_plain(keys):
+    keys = _value_keys([module.action_key, module.noise_key, module.steps_key, module.is_init_key])
+    if not _plain_module(module) or keys is None:
         return None
-    action_key, noise_key, steps_key, is_init_key = module.action_key, module.noise_key, module.steps_key, module.is_init_key
+    action_key, noise_key, steps_key, is_init_key = keys
 
     def step(values: Values) -> None:
         action = values.get(action_key)
         if action is None:
             raise KeyError(
                 f"OrnsteinUhlenbeckProcessModule: the step holds no action at {action_key!r} (put the module after "
-                f"the policy); it holds {sorted(values)}"
+                f"the policy); it holds {_held(values)}"
             )
         if not module.exploring():
             return
@@ -111,15 +131,16 @@ def _compile_ou(module: Any, batch: torch.Size) -> TensorStep | None:
 
 def _compile_tanh(module: Any) -> TensorStep | None:
     """A ``TanhModule`` on a dict: each in key squashed into its out key, by the module's own ops."""
-    keys = list(zip(module.in_keys, module.out_keys))
-    if not _keys_are_plain([key for pair in keys for key in pair]):
+    in_keys, out_keys = _value_keys(module.in_keys), _value_keys(module.out_keys)
+    if in_keys is None or out_keys is None:
         return None
+    keys = list(zip(in_keys, out_keys))
 
     def step(values: Values) -> None:
         for index, (in_key, out_key) in enumerate(keys):
             value = values.get(in_key)
             if value is None:
-                raise KeyError(f"TanhModule: the step holds nothing at {in_key!r}; it holds {sorted(values)}")
+                raise KeyError(f"TanhModule: the step holds nothing at {in_key!r}; it holds {_held(values)}")
             values[out_key] = module.squash(index, value)
 
     return step
@@ -127,15 +148,16 @@ def _compile_tanh(module: Any) -> TensorStep | None:
 
 def _compile_gaussian(module: Any) -> TensorStep | None:
     """``AdditiveGaussianModule.forward`` on tensors: its own ``add_noise``."""
-    if not _plain_module(module) or not _keys_are_plain([module.action_key]):
+    keys = _value_keys([module.action_key])
+    if not _plain_module(module) or keys is None:
         return None
-    action_key = module.action_key
+    action_key = keys[0]
 
     def step(values: Values) -> None:
         action = values.get(action_key)
         if action is None:
             raise KeyError(
-                f"AdditiveGaussianModule: the step holds no action at {action_key!r}; it holds {sorted(values)}"
+                f"AdditiveGaussianModule: the step holds no action at {action_key!r}; it holds {_held(values)}"
             )
         if module.exploring():
             values[action_key] = module.add_noise(action)
@@ -146,23 +168,24 @@ def _compile_gaussian(module: Any) -> TensorStep | None:
 def _compile_qvalue(module: Any) -> TensorStep | None:
     """A ``QValueModule`` on a dict: its own :meth:`~cadence.modules.actors.QValueModule.greedy`
     on the action values (and mask), its three out keys written."""
-    mask_key = module.action_mask_key
-    keys = [module.action_value_key, *([mask_key] if mask_key is not None else []), *module.out_keys]
-    if not _plain_module(module) or not _keys_are_plain(keys):
+    masked = module.action_mask_key is not None
+    keys = _value_keys([module.action_value_key, *module.out_keys,
+                        *([module.action_mask_key] if masked else [])])
+    if not _plain_module(module) or keys is None:
         return None
-    values_key = module.action_value_key
-    action_key, out_values_key, chosen_key = module.out_keys
+    values_key, action_key, out_values_key, chosen_key = keys[:4]
+    mask_key = keys[4] if masked else None
     greedy = module.greedy
 
     def step(values: Values) -> None:
         action_values = values.get(values_key)
         if action_values is None:
-            raise KeyError(f"QValueModule: the step holds no action values at {values_key!r}; it holds {sorted(values)}")
+            raise KeyError(f"QValueModule: the step holds no action values at {values_key!r}; it holds {_held(values)}")
         mask = None
         if mask_key is not None:
             mask = values.get(mask_key)
             if mask is None:
-                raise KeyError(f"QValueModule: the step holds no action mask at {mask_key!r}; it holds {sorted(values)}")
+                raise KeyError(f"QValueModule: the step holds no action mask at {mask_key!r}; it holds {_held(values)}")
         action, chosen = greedy(action_values, mask)
         values[action_key] = action
         values[out_values_key] = action_values

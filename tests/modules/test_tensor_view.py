@@ -119,7 +119,30 @@ def test_what_does_not_compile() -> None:
     hooked = TensorDictModule(torch.nn.Linear(3, 1), ["observation"], ["action"])
     hooked.register_forward_hook(lambda *args: None)
     assert compile_policy(hooked) is None
-    assert compile_policy(TensorDictModule(torch.nn.Linear(3, 1), [("nested", "obs")], ["action"])) is None
+    assert compile_policy(TensorDictModule(torch.nn.Linear(3, 1), ["observation"], [("next", "hidden")])) is None
+
+
+def test_a_group_policy_compiles_on_tuple_keys_and_matches_the_module() -> None:
+    # a multi-agent policy reads and writes its group's entries: the step's dict keys them by tuples
+    from cadence.modules import QValueModule
+
+    mlp = _mlp()
+    policy = TensorDictSequential(
+        TensorDictModule(mlp, [("agents", "observation")], [("agents", "action_value")]),
+        QValueModule(action_space="categorical", action_value_key=("agents", "action_value"),
+                     out_keys=[("agents", "action"), ("agents", "action_value"), ("agents", "chosen_action_value")]),
+    )
+    step = compile_policy(policy, (2,))
+    assert step is not None
+    observation = torch.randn(2, 3, 3)  # 2 envs, 3 agents
+    values = {("agents", "observation"): observation}
+    with torch.no_grad():
+        step(values)
+        reference = policy(TensorDict({"agents": TensorDict({"observation": observation}, [2, 3])}, [2]))
+    for key, value in values.items():
+        assert torch.equal(reference.get(key), value), key
+    with pytest.raises(KeyError, match="reads .*agents.*observation.* but the step holds .*agents.*obs"):
+        step({("agents", "obs"): observation})
 
 
 @pytest.mark.parametrize("action_space", ["one_hot", "categorical"])

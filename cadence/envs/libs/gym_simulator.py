@@ -150,21 +150,23 @@ class GymSimulator(ArraySimulator):
         single step leaves that to its caller)."""
         next_obs, reward, terminated, truncated = (arrays.next_obs["observation"], arrays.reward,
                                                    arrays.terminated, arrays.truncated)
-        steps = min(len(actions), len(reward) - start)
+        steps = len(actions)
+        if steps > 1:
+            steps = min(steps, len(reward) - start)
         obs: Any = None
         done = False
         try:  # costs nothing unless a write fails: then the observation is named
             if self._sub_envs is None:
-                step, reset = self.wrapper._env.step, self.wrapper._env.reset
+                env = self.wrapper._env
                 reset_rows: list[tuple[int, Any]] = []
                 for k in range(steps):
                     t = start + k
-                    obs, reward[t], te, tr, _ = step(actions[k])
+                    obs, reward[t], te, tr, _ = env.step(actions[k])
                     next_obs[t] = obs
                     if te or tr:
                         terminated[t], truncated[t] = te, tr
                         if resets and k + 1 < steps:
-                            obs = reset()[0]
+                            obs = env.reset()[0]
                             reset_rows.append((t + 1, obs))
                             continue
                         done, steps = True, k + 1

@@ -89,6 +89,23 @@ def test_rollout_on_values_equals_the_tensordict_loop(make) -> None:
     assert_same_rollout(*results)
 
 
+def test_a_group_policy_rollout_on_values_equals_the_tensordict_loop() -> None:
+    # the policy reads and writes the group's entries: compiled onto the step's tuple keys
+    from tensordict.nn import TensorDictModule
+
+    from cadence.modules.tensor_view import compile_policy
+
+    net = torch.nn.Linear(18, 5)
+    policy = TensorDictModule(lambda obs: net(obs).argmax(-1), [("agent", "observation")], [("agent", "action")])
+    assert compile_policy(policy) is not None
+    results = []
+    for callback in (None, lambda env, td: None):
+        env = _spread(seed=1)
+        with torch.no_grad():
+            results.append(env.rollout(30, policy, break_when_any_done=False, callback=callback))
+    assert_same_rollout(*results)
+
+
 def test_a_transformed_step_on_values_keeps_the_groups_agent_dim() -> None:
     # the transforms run on the step's entries; the TensorDict built at the end gives the
     # group its agent dim, as the base env's own step does
