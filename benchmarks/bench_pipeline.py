@@ -1,9 +1,13 @@
 """User-path throughput: Cadence vs a plain loop (the floor) vs the reference library, per row.
 
 Five rows, each a path a user of the tutorial walks; every figure is frames (env steps) per
-second, the median over ``--rounds`` alternating rounds (every contender of every row runs
-once per round, so drifts of the machine hit all alike). ``torch.set_num_threads(1)``
-everywhere; acting runs under ``torch.no_grad()``.
+second, the median over ``--rounds`` rounds. In each round the plain loop and Cadence's
+contender of a row are built, warmed up, and timed in blocks that alternate between the two
+(``bench_rollout.measure``: ``--blocks`` blocks for the step counts, one 1000-frame batch per
+block for the collectors), so that the machine's drifts hit both alike; row 3's two
+contenders run one after the other (an idle ``ParallelEnv``'s workers wait busily), torchrl
+once per round in its own process. ``torch.set_num_threads(1)`` everywhere; acting runs
+under ``torch.no_grad()``.
 
 Common setup, "the tutorial's chain": Pendulum-v1 through ``Compose(DoubleToFloat(),
 ObservationNorm(loc=zeros(3), scale=ones(3), in_keys=["observation"]), StepCounter(200),
@@ -70,7 +74,7 @@ Usage (from the repository root)::
     .venv/bin/python benchmarks/bench_pipeline.py --skip-reference
     .venv/bin/python benchmarks/bench_pipeline.py --reference-python ~/.cache/cadence-reference-venv/bin/python
     .venv/bin/python benchmarks/bench_pipeline.py [--rows 1,2,3,4,5] [--steps 5000] [--batches 4]
-                                                  [--rounds 3] [--seed 0] [--busy-wait S]
+                                                  [--rounds 3] [--blocks 10] [--seed 0] [--busy-wait S]
 """
 
 from __future__ import annotations
@@ -88,7 +92,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_rollout import find_reference_python  # noqa: E402  (the reference venv, found once)
+from bench_rollout import Runner, bare_random, find_reference_python, measure  # noqa: E402  (shared with it)
 
 FRAMES_PER_BATCH = 1000
 WARMUP_STEPS = 200
@@ -271,17 +275,17 @@ def cadence_pendulum_policy(seed: int) -> Any:
     return TensorDictModule(make_mlp(3, 1, seed), ["observation_vector"], ["action"])
 
 
-def time_collector(collector: Any, batches: int) -> float:
-    """Iterates one warm-up batch, then times ``batches`` batches; shuts the collector down."""
-    try:
-        iterator = iter(collector)
-        next(iterator)
-        start = time.perf_counter()
-        frames = sum(next(iterator).numel() for _ in range(batches))
-        elapsed = time.perf_counter() - start
-    finally:
-        collector.shutdown()
-    return frames / elapsed
+def collector_runner(collector: Any) -> Runner:
+    """``run(frames)`` iterates ``frames // FRAMES_PER_BATCH`` batches (at least one) of
+    ``collector``; ``run.close()`` shuts it down."""
+    iterator = iter(collector)
+
+    def run(frames: int) -> None:
+        for _ in range(max(1, frames // FRAMES_PER_BATCH)):
+            next(iterator)
+
+    run.close = collector.shutdown  # type: ignore[attr-defined]
+    return run
 
 
 # ---------------------------------------------------------------------------------------------
@@ -316,8 +320,8 @@ class StepStorage:
         self.row = row + 1
 
 
-def plain_pendulum(steps: int, seed: int, store: bool) -> float:
-    """The tutorial's work by hand (gymnasium + torch): frames/s over ``steps`` timed steps.
+def plain_pendulum(seed: int, store: bool) -> Runner:
+    """The tutorial's work by hand (gymnasium + torch).
 
     With ``store``, each step's observation, action, reward and done go into preallocated
     tensors of ``FRAMES_PER_BATCH`` rows (a new set each ``FRAMES_PER_BATCH`` steps).
@@ -334,60 +338,51 @@ def plain_pendulum(steps: int, seed: int, store: bool) -> float:
 
     def run(n: int) -> None:
         obs, count, ret = state["obs"], state["count"], state["ret"]
-        for _ in range(n):
-            observation = (torch.from_numpy(obs).to(torch.float32) - loc) / scale
-            action = mlp(observation).clamp(-2.0, 2.0)
-            obs, reward, terminated, truncated, _ = env.step(action.numpy())
-            count += 1
-            ret += float(reward)
-            done = terminated or truncated or count >= MAX_STEPS
-            if storage is not None:
-                storage.add(observation, action, float(reward), done)
-            if done:
-                obs, _ = env.reset()
-                count, ret = 0, 0.0
+        with torch.no_grad():
+            for _ in range(n):
+                observation = (torch.from_numpy(obs).to(torch.float32) - loc) / scale
+                action = mlp(observation).clamp(-2.0, 2.0)
+                obs, reward, terminated, truncated, _ = env.step(action.numpy())
+                count += 1
+                ret += float(reward)
+                done = terminated or truncated or count >= MAX_STEPS
+                if storage is not None:
+                    storage.add(observation, action, float(reward), done)
+                if done:
+                    obs, _ = env.reset()
+                    count, ret = 0, 0.0
         state.update(obs=obs, count=count, ret=ret)
 
-    with torch.no_grad():
-        run(FRAMES_PER_BATCH if store else WARMUP_STEPS)
-        start = time.perf_counter()
-        run(steps)
-        elapsed = time.perf_counter() - start
-    env.close()
-    return steps / elapsed
+    return run
 
 
-def cadence_collector(batches: int, seed: int) -> float:
+def cadence_collector(seed: int) -> Runner:
     """Row 1: ``SyncDataCollector`` on the transformed Pendulum with the MLP policy."""
     from cadence.collectors import SyncDataCollector
 
     env = cadence_chain_env(seed)
-    collector = SyncDataCollector(
-        env, cadence_pendulum_policy(seed), frames_per_batch=FRAMES_PER_BATCH, total_frames=-1
+    return collector_runner(
+        SyncDataCollector(env, cadence_pendulum_policy(seed), frames_per_batch=FRAMES_PER_BATCH, total_frames=-1)
     )
-    speed = time_collector(collector, batches)
-    env.close()
-    return speed
 
 
-def cadence_manual(steps: int, seed: int) -> float:
+def cadence_manual(seed: int) -> Runner:
     """Row 2: the seed's ``policy(td); _, td = env.step_and_maybe_reset(td)`` loop."""
     import torch
 
     env = cadence_chain_env(seed)
     policy = cadence_pendulum_policy(seed)
-    with torch.no_grad():
-        td = env.reset()
-        for _ in range(WARMUP_STEPS):
-            policy(td)
-            _, td = env.step_and_maybe_reset(td)
-        start = time.perf_counter()
-        for _ in range(steps):
-            policy(td)
-            _, td = env.step_and_maybe_reset(td)
-        elapsed = time.perf_counter() - start
-    env.close()
-    return steps / elapsed
+    state = {"td": env.reset()}
+
+    def run(steps: int) -> None:
+        td = state["td"]
+        with torch.no_grad():
+            for _ in range(steps):
+                policy(td)
+                _, td = env.step_and_maybe_reset(td)
+        state["td"] = td
+
+    return run
 
 
 # ---------------------------------------------------------------------------------------------
@@ -412,28 +407,32 @@ def _make_cheetah() -> Any:
     return GymEnv("HalfCheetah-v5")
 
 
-def cadence_cheetah(batches: int, seed: int, parallel: bool, busy_wait: float | None = None) -> float:
+def cadence_cheetah(seed: int, parallel: bool, busy_wait: float | None = None) -> Runner:
     """Row 3: a collector on ``ParallelEnv(2, GymEnv(..., num_envs=4))`` (its ``busy_wait``
-    if given, else its default) or ``SerialEnv(8, GymEnv(...))``."""
+    if given, else its default) or ``SerialEnv(8, GymEnv(...))``; ``run.close()`` closes it."""
     from cadence.collectors import SyncDataCollector
     from cadence.envs import ParallelEnv, SerialEnv
 
     options = {} if busy_wait is None else {"busy_wait": busy_wait}
     env = ParallelEnv(2, _make_cheetah_x4, **options) if parallel else SerialEnv(8, _make_cheetah)
-    try:
-        env.set_seed(seed)
-        collector = SyncDataCollector(env, _cheetah_policy(seed), frames_per_batch=FRAMES_PER_BATCH, total_frames=-1)
-        speed = time_collector(collector, batches)
-    finally:
+    env.set_seed(seed)
+    run = collector_runner(SyncDataCollector(env, _cheetah_policy(seed), frames_per_batch=FRAMES_PER_BATCH,
+                                             total_frames=-1))
+    shutdown = run.close  # type: ignore[attr-defined]
+
+    def close() -> None:
+        shutdown()
         env.close()
-    return speed
+
+    run.close = close  # type: ignore[attr-defined]
+    return run
 
 
 # ---------------------------------------------------------------------------------------------
 # row 4: dm_control cheetah-run
 
 
-def plain_dmc(steps: int, seed: int, with_policy: bool) -> float:
+def plain_dmc(seed: int, with_policy: bool) -> Runner:
     """Bare ``dm_control.suite`` loop: random actions, or the MLP on concatenated position+velocity
     with each step stored (as a collector keeps it)."""
     import numpy as np
@@ -451,47 +450,41 @@ def plain_dmc(steps: int, seed: int, with_policy: bool) -> float:
 
     def run(n: int) -> None:
         time_step = state["time_step"]
-        for _ in range(n):
-            if mlp is None:
-                action = rng.uniform(low, high)
-            else:
-                observation = time_step.observation
-                vector = torch.from_numpy(
-                    np.concatenate([observation["position"], observation["velocity"]])
-                ).to(torch.float32)
-                action_t = mlp(vector)
-                action = action_t.numpy()
-            time_step = env.step(action)
-            if storage is not None:
-                storage.add(vector, action_t, time_step.reward, time_step.last())
-            if time_step.last():
-                time_step = env.reset()
+        with torch.no_grad():
+            for _ in range(n):
+                if mlp is None:
+                    action = rng.uniform(low, high)
+                else:
+                    observation = time_step.observation
+                    vector = torch.from_numpy(
+                        np.concatenate([observation["position"], observation["velocity"]])
+                    ).to(torch.float32)
+                    action_t = mlp(vector)
+                    action = action_t.numpy()
+                time_step = env.step(action)
+                if storage is not None:
+                    storage.add(vector, action_t, time_step.reward, time_step.last())
+                if time_step.last():
+                    time_step = env.reset()
         state["time_step"] = time_step
 
-    with torch.no_grad():
-        run(WARMUP_STEPS)
-        start = time.perf_counter()
-        run(steps)
-        elapsed = time.perf_counter() - start
-    env.close()
-    return steps / elapsed
+    return run
 
 
-def cadence_dmc_random(steps: int, seed: int) -> float:
+def cadence_dmc_random(seed: int) -> Runner:
     """Row 4, random: ``DMControlEnv("cheetah", "run").rollout(steps, break_when_any_done=False)``."""
     from cadence.envs import DMControlEnv
 
     env = DMControlEnv("cheetah", "run")
     env.set_seed(seed)
-    env.rollout(WARMUP_STEPS, break_when_any_done=False)
-    start = time.perf_counter()
-    env.rollout(steps, break_when_any_done=False)
-    elapsed = time.perf_counter() - start
-    env.close()
-    return steps / elapsed
+
+    def run(steps: int) -> None:
+        env.rollout(steps, break_when_any_done=False)
+
+    return run
 
 
-def cadence_dmc_collector(batches: int, seed: int) -> float:
+def cadence_dmc_collector(seed: int) -> Runner:
     """Row 4, collector: DMControlEnv + DoubleToFloat + CatTensors, MLP policy."""
     from tensordict.nn import TensorDictModule
 
@@ -504,49 +497,22 @@ def cadence_dmc_collector(batches: int, seed: int) -> float:
     )
     env.set_seed(seed)
     policy = TensorDictModule(make_mlp(17, 6, seed), ["observation_vector"], ["action"])
-    speed = time_collector(
-        SyncDataCollector(env, policy, frames_per_batch=FRAMES_PER_BATCH, total_frames=-1), batches
-    )
-    env.close()
-    return speed
+    return collector_runner(SyncDataCollector(env, policy, frames_per_batch=FRAMES_PER_BATCH, total_frames=-1))
 
 
 # ---------------------------------------------------------------------------------------------
 # row 5: random rollout through the chain
 
 
-def plain_random_pendulum(steps: int, seed: int) -> float:
-    """Bare gymnasium Pendulum-v1, ``action_space.sample()``, no transforms: frames/s."""
-    import gymnasium
-
-    env = gymnasium.make("Pendulum-v1")
-    env.reset(seed=seed)
-    env.action_space.seed(seed)
-    sample, step, reset = env.action_space.sample, env.step, env.reset
-
-    def run(n: int) -> None:
-        for _ in range(n):
-            _, _, terminated, truncated, _ = step(sample())
-            if terminated or truncated:
-                reset()
-
-    run(WARMUP_STEPS)
-    start = time.perf_counter()
-    run(steps)
-    elapsed = time.perf_counter() - start
-    env.close()
-    return steps / elapsed
-
-
-def cadence_rollout(steps: int, seed: int) -> float:
-    """Row 5: ``TransformedEnv(chain).rollout(steps, break_when_any_done=False)``, random actions."""
+def cadence_rollout(seed: int) -> Runner:
+    """Row 5: ``TransformedEnv(chain).rollout(steps, break_when_any_done=False)``, random actions
+    (the plain loop: ``bench_rollout.bare_random`` on Pendulum-v1)."""
     env = cadence_chain_env(seed)
-    env.rollout(WARMUP_STEPS, break_when_any_done=False)
-    start = time.perf_counter()
-    env.rollout(steps, break_when_any_done=False)
-    elapsed = time.perf_counter() - start
-    env.close()
-    return steps / elapsed
+
+    def run(steps: int) -> None:
+        env.rollout(steps, break_when_any_done=False)
+
+    return run
 
 
 # ---------------------------------------------------------------------------------------------
@@ -607,7 +573,10 @@ def main(argv: list[str] | None = None) -> int:
         default=4,
         help="timed 1000-frame batches of row 1; rows 3 and 4 (collector) time max(1, half) (default: %(default)s)",
     )
-    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default: %(default)s)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds (default: %(default)s)")
+    parser.add_argument(
+        "--blocks", type=int, default=10, help="alternating blocks of rows 2, 4 (random) and 5 (default: %(default)s)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--busy-wait", type=float, default=None, help="row 3: ParallelEnv(busy_wait=...) in seconds (default: its own)"
@@ -651,72 +620,92 @@ def main(argv: list[str] | None = None) -> int:
 
     pendulum_weights = weights_checksum(make_mlp(3, 1, args.seed))
     cheetah_weights = weights_checksum(make_mlp(17, 6, args.seed))
-    cases: dict[str, dict[str, Callable[[], float]]] = {}
+    # each case: its in-process contenders (built once per round, timed in alternating blocks
+    # by bench_rollout.measure), its frames and blocks, and torchrl's measurements (once per round)
+    Case = tuple[dict[str, Callable[[], Runner]], int, int, dict[str, Callable[[], float]]]
+    cases: dict[str, Case] = {}
+    batch_frames, half_frames = args.batches * FRAMES_PER_BATCH, half * FRAMES_PER_BATCH
     if 1 in rows:
-        cases["1 collector"] = {
-            "plain": lambda: plain_pendulum(args.batches * FRAMES_PER_BATCH, args.seed, store=True),
-            "cadence": lambda: cadence_collector(args.batches, args.seed),
-        }
-        if reference:
-            cases["1 collector"]["torchrl"] = lambda: reference("collector", args.batches, pendulum_weights)
+        cases["1 collector"] = (
+            {"plain": lambda: plain_pendulum(args.seed, store=True), "cadence": lambda: cadence_collector(args.seed)},
+            batch_frames, args.batches,
+            {"torchrl": lambda: reference("collector", args.batches, pendulum_weights)} if reference else {},
+        )
     if 2 in rows:
-        cases["2 manual loop"] = {
-            "plain": lambda: plain_pendulum(args.steps, args.seed, store=False),
-            "cadence": lambda: cadence_manual(args.steps, args.seed),
-        }
-        if reference:
-            cases["2 manual loop"]["torchrl"] = lambda: reference("manual", args.steps, pendulum_weights)
+        cases["2 manual loop"] = (
+            {"plain": lambda: plain_pendulum(args.seed, store=False), "cadence": lambda: cadence_manual(args.seed)},
+            args.steps, args.blocks,
+            {"torchrl": lambda: reference("manual", args.steps, pendulum_weights)} if reference else {},
+        )
     if 3 in rows:
-        cases["3 parallel"] = {
-            "cadence serial": lambda: cadence_cheetah(half, args.seed, parallel=False),
-            "cadence parallel": lambda: cadence_cheetah(half, args.seed, parallel=True, busy_wait=args.busy_wait),
-        }
-        if reference:
-            cases["3 parallel"]["torchrl serial"] = lambda: reference("serial", half, cheetah_weights)
-            cases["3 parallel"]["torchrl parallel"] = lambda: reference("parallel", half, cheetah_weights)
+        # one after the other, not in alternation: an idle ParallelEnv's workers wait busily
+        cases["3 parallel"] = (
+            {"cadence serial": lambda: cadence_cheetah(args.seed, parallel=False),
+             "cadence parallel": lambda: cadence_cheetah(args.seed, parallel=True, busy_wait=args.busy_wait)},
+            half_frames, 0,
+            {"torchrl serial": lambda: reference("serial", half, cheetah_weights),
+             "torchrl parallel": lambda: reference("parallel", half, cheetah_weights)} if reference else {},
+        )
     if 4 in rows:
-        cases["4 dmc random"] = {
-            "plain": lambda: plain_dmc(args.steps, args.seed, with_policy=False),
-            "cadence": lambda: cadence_dmc_random(args.steps, args.seed),
-        }
-        cases["4 dmc collector"] = {
-            "plain": lambda: plain_dmc(half * FRAMES_PER_BATCH, args.seed, with_policy=True),
-            "cadence": lambda: cadence_dmc_collector(half, args.seed),
-        }
-        if reference and reference.imports("dm_control"):
-            cases["4 dmc random"]["torchrl"] = lambda: reference("dmc_random", args.steps)
-            cases["4 dmc collector"]["torchrl"] = lambda: reference("dmc_collector", half, cheetah_weights)
-        elif reference:
+        dmc_reference = reference is not None and reference.imports("dm_control")
+        cases["4 dmc random"] = (
+            {"plain": lambda: plain_dmc(args.seed, with_policy=False), "cadence": lambda: cadence_dmc_random(args.seed)},
+            args.steps, args.blocks,
+            {"torchrl": lambda: reference("dmc_random", args.steps)} if dmc_reference else {},
+        )
+        cases["4 dmc collector"] = (
+            {"plain": lambda: plain_dmc(args.seed, with_policy=True),
+             "cadence": lambda: cadence_dmc_collector(args.seed)},
+            half_frames, half,
+            {"torchrl": lambda: reference("dmc_collector", half, cheetah_weights)} if dmc_reference else {},
+        )
+        if reference and not dmc_reference:
             skipped["4 dmc random"] = skipped["4 dmc collector"] = "dm_control not installed in the reference venv"
     if 5 in rows:
-        cases["5 rollout"] = {
-            "plain": lambda: plain_random_pendulum(args.steps, args.seed),
-            "cadence": lambda: cadence_rollout(args.steps, args.seed),
-        }
-        if reference:
-            cases["5 rollout"]["torchrl"] = lambda: reference("rollout", args.steps)
+        cases["5 rollout"] = (
+            {"plain": lambda: bare_random(args.seed, "Pendulum-v1"), "cadence": lambda: cadence_rollout(args.seed)},
+            args.steps, args.blocks,
+            {"torchrl": lambda: reference("rollout", args.steps)} if reference else {},
+        )
     for case, reason in skipped.items():
         print(f"torchrl {case}: skipped ({reason})")
     print()
 
-    results: dict[str, dict[str, list[float]]] = {case: {who: [] for who in runs} for case, runs in cases.items()}
+    results: dict[str, dict[str, list[float]]] = {
+        case: {who: [] for who in (*makers, *others)} for case, (makers, _, _, others) in cases.items()
+    }
     failures: dict[tuple[str, str], str] = {}
     for round_index in range(args.rounds):
-        for case, runs in cases.items():
-            for who, run in runs.items():
+        for case, (makers, frames, blocks, others) in cases.items():
+            if blocks:  # the contenders in alternation
+                groups = [(tuple(makers), lambda makers=makers: {who: make() for who, make in makers.items()})]
+            else:  # one at a time
+                groups = [((who,), lambda who=who, make=make: {who: make()}) for who, make in makers.items()]
+            for names, build in groups:
+                if any((case, who) in failures for who in names):
+                    continue
+                try:
+                    speeds = measure(build(), frames, max(1, blocks))
+                except Exception as err:  # report and carry on with the other contenders
+                    for who in names:
+                        failures[case, who] = f"{type(err).__name__}: {str(err).strip()[-1500:]}"
+                    print(f"round {round_index + 1}/{args.rounds}  {case:<16} {'/'.join(names):<16} FAILED: {err}")
+                    continue
+                for who, speed in speeds.items():
+                    results[case][who].append(speed)
+                    print(f"round {round_index + 1}/{args.rounds}  {case:<16} {who:<16} {speed:12,.0f} frames/s",
+                          flush=True)
+            for who, run in others.items():
                 if (case, who) in failures:
                     continue
                 try:
                     speed = run()
-                except Exception as err:  # report and carry on with the other contenders
+                except Exception as err:
                     failures[case, who] = f"{type(err).__name__}: {str(err).strip()[-1500:]}"
                     print(f"round {round_index + 1}/{args.rounds}  {case:<16} {who:<16} FAILED: {failures[case, who]}")
                     continue
                 results[case][who].append(speed)
-                print(
-                    f"round {round_index + 1}/{args.rounds}  {case:<16} {who:<16} {speed:12,.0f} frames/s",
-                    flush=True,
-                )
+                print(f"round {round_index + 1}/{args.rounds}  {case:<16} {who:<16} {speed:12,.0f} frames/s", flush=True)
     print()
     median: dict[str, dict[str, float]] = {
         case: {who: statistics.median(speeds) for who, speeds in by_who.items() if speeds}

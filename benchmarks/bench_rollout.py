@@ -96,24 +96,6 @@ print(json.dumps({{"steps_per_s": n * max(num_envs, 1) / elapsed}}))
 """.format(env_id=ENV_ID, warmup=WARMUP_STEPS)
 
 
-def bare_pendulum(seed: int) -> Runner:
-    """A plain gymnasium Pendulum-v1 loop with random actions."""
-    import gymnasium
-
-    env = gymnasium.make("Pendulum-v1")
-    env.reset(seed=seed)
-    env.action_space.seed(seed)
-    sample, step, reset = env.action_space.sample, env.step, env.reset
-
-    def run(steps: int) -> None:
-        for _ in range(steps):
-            _, _, terminated, truncated, _ = step(sample())
-            if terminated or truncated:
-                reset()
-
-    return run
-
-
 def cadence_transform_chain(seed: int) -> Runner:
     """A rollout through the issue's five-transform chain on Pendulum-v1."""
     import torch
@@ -197,11 +179,11 @@ def make_net() -> Any:
     return torch.nn.Sequential(torch.nn.Linear(4, 64), torch.nn.Tanh(), torch.nn.Linear(64, 2))
 
 
-def bare_single(seed: int) -> Runner:
-    """A plain gymnasium loop with random actions."""
+def bare_random(seed: int, env_id: str = ENV_ID) -> Runner:
+    """A plain gymnasium loop with random actions (``action_space.sample()``), reset when done."""
     import gymnasium
 
-    env = gymnasium.make(ENV_ID)
+    env = gymnasium.make(env_id)
     env.reset(seed=seed)
     env.action_space.seed(seed)
     sample, step, reset = env.action_space.sample, env.step, env.reset
@@ -293,6 +275,10 @@ def measure(runners: dict[str, Runner], steps: int, blocks: int) -> dict[str, fl
             start = time.perf_counter()
             run(block)
             elapsed[who] += time.perf_counter() - start
+    for run in runners.values():  # a runner that holds processes or an env says how to let go
+        close = getattr(run, "close", None)
+        if close is not None:
+            close()
     return {who: block * blocks / seconds for who, seconds in elapsed.items()}
 
 
@@ -373,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     # each case: its in-process contenders (built once per round, measured in alternating
     # blocks) and its steps; torchrl runs in its own process, once per round
     cases: dict[str, tuple[dict[str, Callable[[], Runner]], int]] = {
-        "single": ({"bare": lambda: bare_single(args.seed), "cadence": lambda: cadence_rollout(args.seed, 1)},
+        "single": ({"bare": lambda: bare_random(args.seed), "cadence": lambda: cadence_rollout(args.seed, 1)},
                    args.steps),
         f"batched x{args.num_envs}": (
             {"bare": lambda: bare_batched(args.seed, args.num_envs),
@@ -384,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
                     "cadence": lambda: cadence_rollout(args.seed, 1, with_policy=True)}, args.policy_steps),
         "pendulum policy": ({"bare": lambda: bare_pendulum_policy(args.seed),
                              "cadence": lambda: cadence_pendulum_policy(args.seed)}, args.policy_steps),
-        "transforms": ({"bare": lambda: bare_pendulum(args.seed),
+        "transforms": ({"bare": lambda: bare_random(args.seed, "Pendulum-v1"),
                         "cadence": lambda: cadence_transform_chain(args.seed)}, args.policy_steps),
     }
     references: dict[str, Callable[[], float]] = {}
