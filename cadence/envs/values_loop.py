@@ -185,7 +185,7 @@ class ValuesLoop:
     def draw_ahead(self, steps: int) -> torch.Tensor | None:
         """``steps`` random actions drawn now from ``env.rng`` (time first): where the loop
         takes stretches of given actions (:meth:`run`), or steps an env that draws nothing
-        from ``env.rng`` itself (not :attr:`~cadence.envs.EnvBase.draws_from_rng`) through
+        from ``env.rng`` itself (not :attr:`~cadence.envs.common.EnvBase.draws_from_rng`) through
         its own step, from an action spec without a mask (a mask changes from step to step).
         ``None`` where it draws them step by step (an env whose resets may draw from
         ``env.rng`` between them, say).
