@@ -133,27 +133,6 @@ def make_actor_net() -> Any:
     )
 
 
-def bare_pendulum_policy(seed: int) -> Runner:
-    """A plain gymnasium Pendulum-v1 loop stepping with the MLP actor's output on each observation."""
-    import gymnasium
-    import torch
-
-    net = make_actor_net()
-    env = gymnasium.make("Pendulum-v1")
-    obs = env.reset(seed=seed)[0]
-    step, reset = env.step, env.reset
-
-    def run(steps: int) -> None:
-        nonlocal obs
-        with torch.no_grad():
-            for _ in range(steps):
-                obs, _, terminated, truncated, _ = step(net(torch.from_numpy(obs)).numpy())
-                if terminated or truncated:
-                    obs = reset()[0]
-
-    return run
-
-
 def cadence_pendulum_policy(seed: int) -> Runner:
     """Cadence's ``GymEnv("Pendulum-v1").rollout`` with the MLP actor as a ``TensorDictModule``."""
     import torch
@@ -213,13 +192,14 @@ def bare_batched(seed: int, num_envs: int) -> Runner:
     return run
 
 
-def bare_policy(seed: int) -> Runner:
-    """A plain gymnasium loop calling the policy network on each observation, the action its argmax."""
+def bare_policy(seed: int, env_id: str = ENV_ID, actor: bool = False) -> Runner:
+    """A plain gymnasium loop calling the policy network on each observation: the action its
+    argmax (CartPole's MLP), or its output (``actor``: the Pendulum MLP actor)."""
     import gymnasium
     import torch
 
-    net = make_net()
-    env = gymnasium.make(ENV_ID)
+    net = make_actor_net() if actor else make_net()
+    env = gymnasium.make(env_id)
     obs = env.reset(seed=seed)[0]
     step, reset = env.step, env.reset
 
@@ -227,8 +207,8 @@ def bare_policy(seed: int) -> Runner:
         nonlocal obs
         with torch.no_grad():
             for _ in range(steps):
-                action = int(net(torch.from_numpy(obs)).argmax())
-                obs, _, terminated, truncated, _ = step(action)
+                out = net(torch.from_numpy(obs))
+                obs, _, terminated, truncated, _ = step(out.numpy() if actor else int(out.argmax()))
                 if terminated or truncated:
                     obs = reset()[0]
 
@@ -368,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
         ),
         "policy": ({"bare": lambda: bare_policy(args.seed),
                     "cadence": lambda: cadence_rollout(args.seed, 1, with_policy=True)}, args.policy_steps),
-        "pendulum policy": ({"bare": lambda: bare_pendulum_policy(args.seed),
+        "pendulum policy": ({"bare": lambda: bare_policy(args.seed, "Pendulum-v1", actor=True),
                              "cadence": lambda: cadence_pendulum_policy(args.seed)}, args.policy_steps),
         "transforms": ({"bare": lambda: bare_random(args.seed, "Pendulum-v1"),
                         "cadence": lambda: cadence_transform_chain(args.seed)}, args.policy_steps),
