@@ -46,7 +46,7 @@ RewardSum(), CatTensors(in_keys=["observation"], out_key="observation_vector", d
    ``TensorDictModule(ThetaPolicy(MLP(2 -> 1)), ["th", "thdot"], ["action"])`` where
    ``ThetaPolicy`` stacks the angle and its speed into the MLP's input.
 
-The plain floor is bench_pipeline row 1's plain loop (``plain_pendulum(batches * 1000, seed,
+The plain floor is bench_pipeline row 1's plain loop (``plain_pendulum(seed,
 store=True)``: gymnasium + the same MLP, storing each step into preallocated tensors), run once
 per round; "fast/plain" is given for the single-env Pendulum variants (1-4).
 
@@ -79,12 +79,12 @@ from bench_pipeline import (  # noqa: E402  (row 1's pieces, reused as they are)
     _ratio,
     cadence_chain_env,
     cadence_pendulum_policy,
+    collector_runner,
     make_mlp,
     plain_pendulum,
-    time_collector,
     weights_checksum,
 )
-from bench_rollout import find_reference_python  # noqa: E402  (the reference venv, found once)
+from bench_rollout import find_reference_python, measure  # noqa: E402  (the reference venv, found once)
 
 #: variant -> (in_features, out_features) of its MLP, for the weights check
 VARIANTS: dict[str, tuple[int, int]] = {
@@ -330,7 +330,8 @@ def cadence_collect(variant: str, batches: int, seed: int, fast: bool, runners: 
         )
         if fast:
             runners[variant] = type(collector._runner).__name__
-        return time_collector(collector, batches)
+        # one warm-up batch, then ``batches`` timed; the collector shut down after
+        return measure({"cadence": collector_runner(collector)}, batches * FRAMES_PER_BATCH, batches)["cadence"]
     finally:
         if not getattr(env, "is_closed", False):
             env.close()
@@ -401,7 +402,9 @@ def main(argv: list[str] | None = None) -> int:
     runners: dict[str, str] = {}
     notes: list[str] = []
     contenders: dict[tuple[str, str], Callable[[], float]] = {
-        ("plain floor", "plain"): lambda: plain_pendulum(args.batches * FRAMES_PER_BATCH, args.seed, store=True)
+        ("plain floor", "plain"): lambda: measure(
+            {"plain": plain_pendulum(args.seed, store=True)}, args.batches * FRAMES_PER_BATCH, 1
+        )["plain"]
     }
     for variant in variants:
         for who, fast in (("cadence fast", True), ("cadence generic", False)):
