@@ -142,8 +142,8 @@ class EnvBase(EnvSpecs, EnvRollouts, torch.nn.Module):
 
     #: Whether the env's own ``_reset``/``_step`` may draw from :attr:`rng` (an env written in
     #: torch does: the seed's Pendulum draws its initial states there). Where they do not (a
-    #: backend with a generator of its own), a random rollout through :meth:`_step_values`
-    #: draws all its actions from ``rng`` at its start, the same values as drawn step by step.
+    #: backend with a generator of its own), a random rollout on the loop draws all its
+    #: actions from ``rng`` at its start, the same values as drawn step by step.
     draws_from_rng: ClassVar[bool] = True
 
     #: Whether the class keeps ``step()``'s bookkeeping as EnvBase has it

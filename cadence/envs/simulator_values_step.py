@@ -127,8 +127,7 @@ class SimulatorValuesStep:
         entries["terminated"], entries["truncated"], entries["done"] = self._flags(t) if ended else self._no_flags
         self._stepped(entries)
         out = StepValues(entries, self._batch_size, self._device)
-        if "next" in values.entries:  # what the policy wrote for the next step
-            keep_preset(out, values)
+        keep_preset(out, values)
         if self.transform_step is not None:
             out = self.transform_step(values, out)
         if not self._complete and not self._required <= out.entries.keys():

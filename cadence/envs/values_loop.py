@@ -185,8 +185,8 @@ class ValuesLoop:
     def draw_ahead(self, steps: int) -> torch.Tensor | None:
         """``steps`` random actions drawn now from ``env.rng`` (time first): where the loop
         takes stretches of given actions (:meth:`run`), or steps an env that draws nothing
-        from ``env.rng`` itself (not :attr:`~cadence.envs.common.EnvBase.draws_from_rng`) through
-        its own step, from an action spec without a mask (a mask changes from step to step).
+        from ``env.rng`` itself (not :attr:`~cadence.envs.common.EnvBase.draws_from_rng`),
+        from an action spec without a mask (a mask changes from step to step).
         ``None`` where it draws them step by step (an env whose resets may draw from
         ``env.rng`` between them, say).
 
@@ -198,8 +198,7 @@ class ValuesLoop:
         spec = self._action_spec
         if spec is None:
             return None
-        if not self.takes_stretches and (
-                self._kernel is not None or self.env.draws_from_rng or getattr(spec, "mask", None) is not None):
+        if not self.takes_stretches and (self.env.draws_from_rng or getattr(spec, "mask", None) is not None):
             return None
         return spec.rand(torch.Size([steps]), generator=self.env.rng)
 

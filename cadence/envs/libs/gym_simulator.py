@@ -150,9 +150,7 @@ class GymSimulator(ArraySimulator):
         single step leaves that to its caller)."""
         next_obs, reward, terminated, truncated = (arrays.next_obs["observation"], arrays.reward,
                                                    arrays.terminated, arrays.truncated)
-        steps = len(actions)
-        if steps > 1:
-            steps = min(steps, len(reward) - start)
+        steps = min(len(actions), len(reward) - start)
         obs: Any = None
         done = False
         try:  # costs nothing unless a write fails: then the observation is named

@@ -230,6 +230,8 @@ class PettingZooWrapper(EnvBase):
         self._groups = [
             _Group(name, agents, env, categorical_actions, self.device) for name, agents in group_map.items()
         ]
+        #: Whether a group's agents differ in shape: its entries are then stacked lazily, on TensorDicts.
+        self._any_ragged = any(group.ragged for group in self._groups)
         _, infos = self._reset_backend()
         self._make_specs(infos)
         self._pending_seed = seed  # that reset only read the infos: the first reset of the user's gets the seed
@@ -337,7 +339,7 @@ class PettingZooWrapper(EnvBase):
 
     def _reset_done_values(self, next_root: dict[Any, torch.Tensor]) -> dict[Any, torch.Tensor]:
         # an episode's end resets the whole env: its entries under tuple keys, no TensorDict built
-        if any(group.ragged for group in self._groups) or not bool(next_root["done"].all()):
+        if self._any_ragged or not bool(next_root["done"].all()):
             return super()._reset_done_values(next_root)  # nothing to reset, or some agents only
         entries = dict(next_root)
         entries.update(flat_entries(self._reset_entries()))
@@ -354,7 +356,7 @@ class PettingZooWrapper(EnvBase):
 
     def _step_values(self, tensordict: TensorDictBase | StepValues) -> StepValues:
         # _step's entries under tuple keys, with no TensorDict built for the step or its groups
-        if any(group.ragged for group in self._groups):  # agents of different shapes: lazily stacked
+        if self._any_ragged:  # agents of different shapes: lazily stacked
             return super()._step_values(tensordict)
         return StepValues(flat_entries(self._step_entries(tensordict)), self.batch_size, self.device)
 
@@ -376,10 +378,7 @@ class PettingZooWrapper(EnvBase):
             root = group_root if root is None else (root | group_root if self.done_on_any else root & group_root)
         assert root is not None  # a wrapper has at least one group
         for index, name in enumerate(_DONE_FLAGS):
-            entries[name] = torch.from_numpy(root[index : index + 1])
-        if self.device is not None:
-            for name in _DONE_FLAGS:
-                entries[name] = entries[name].to(self.device)
+            entries[name] = _from_numpy(root[index : index + 1], self.device)
         if self.return_state:
             entries["state"] = self._state()
         return entries

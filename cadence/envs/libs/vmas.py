@@ -210,6 +210,7 @@ class VmasWrapper(EnvBase):
         self.action_spec = actions
         self.reward_spec = rewards
         self.done_spec = Composite(done=flag, terminated=flag.clone(), shape=batch)
+        self._any_ragged = any(self._ragged.values())
 
     def _info_spec(self, indices: list[int], group_shape: torch.Size) -> Composite | None:
         """The scenario's ``info(agent)`` entries that every agent of the group reports, as float32."""
@@ -269,7 +270,7 @@ class VmasWrapper(EnvBase):
 
     def _step_values(self, tensordict: TensorDictBase | StepValues) -> StepValues:
         # _step's entries under tuple keys, with no TensorDict built for the step or its groups
-        if any(self._ragged.values()):  # agents of different shapes: lazily stacked
+        if self._any_ragged:  # agents of different shapes: lazily stacked
             return super()._step_values(tensordict)
         return StepValues(flat_entries(self._step_entries(tensordict)), self.batch_size, self.device)
 
